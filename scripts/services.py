@@ -1,0 +1,705 @@
+"""Start, stop and check Tidemark's local services: MariaDB, Kafka (KRaft) and Airflow.
+
+Everything runs on loopback from the project's own installs (Debian's MariaDB, the
+Maven-fetched Kafka jars, the .venv's Airflow) with its data under the ignored
+``.local/`` folder, so a developer machine and CI behave the same and nothing touches a
+system-wide service.
+
+    python -m scripts.services up [NAME ...]      start (idempotent) and wait until ready
+    python -m scripts.services down [NAME ...]    stop; no process of ours is left
+    python -m scripts.services status
+    python -m scripts.services env                print the environment the stack uses
+    python -m scripts.services run NAME ... -- CMD
+        start what is not running, run CMD with the stack's environment, then stop
+        only what this call started (TIDEMARK_KEEP_SERVICES=1 keeps them running)
+
+Names: mariadb, kafka, airflow-db (metadata database migrated, no process), airflow
+(``airflow standalone``: api-server, scheduler, dag-processor, triggerer).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL = ROOT / ".local"
+JARS = ROOT / ".jars"
+VENV_BIN = ROOT / ".venv" / "bin"
+
+
+class ServiceError(RuntimeError):
+    """A service could not be started or checked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Ports:
+    mariadb: int = int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307"))
+    kafka: int = int(os.environ.get("TIDEMARK_KAFKA_PORT", "9092"))
+    kafka_controller: int = int(os.environ.get("TIDEMARK_KAFKA_CONTROLLER_PORT", "9093"))
+    airflow: int = int(os.environ.get("TIDEMARK_AIRFLOW_PORT", "8080"))
+
+
+PORTS = Ports()
+
+# Development credentials of the local stack only. Production credentials come from
+# Airflow connections or environment variables (see README, "Configuration").
+CDC_USER = "tidemark"
+CDC_PASSWORD_ENV = "TIDEMARK_DB_PASSWORD"
+CDC_PASSWORD_DEFAULT = "tidemark-dev"
+ADMIN_USER = "tidemark_admin"  # creates schemas and workloads in tests and the demo
+ADMIN_PASSWORD_ENV = "TIDEMARK_ADMIN_PASSWORD"
+ADMIN_PASSWORD_DEFAULT = "tidemark-admin-dev"
+CONTROL_DB = "tidemark"
+SIGNAL_TABLE = "debezium_signal"
+
+
+def environment() -> dict[str, str]:
+    """The variables every tool of the local stack (tests, Airflow, Spark jobs) reads."""
+    airflow_home = LOCAL / "airflow"
+    return {
+        "TIDEMARK_ROOT": str(ROOT),
+        "TIDEMARK_MARIADB_HOST": "127.0.0.1",
+        "TIDEMARK_MARIADB_PORT": str(PORTS.mariadb),
+        "TIDEMARK_MARIADB_SOCKET": str(LOCAL / "mariadb" / "run" / "mariadbd.sock"),
+        "TIDEMARK_DB_USER": CDC_USER,
+        CDC_PASSWORD_ENV: os.environ.get(CDC_PASSWORD_ENV, CDC_PASSWORD_DEFAULT),
+        "TIDEMARK_ADMIN_USER": ADMIN_USER,
+        ADMIN_PASSWORD_ENV: os.environ.get(ADMIN_PASSWORD_ENV, ADMIN_PASSWORD_DEFAULT),
+        "PATH": os.pathsep.join((str(VENV_BIN), os.environ.get("PATH", ""))),
+        "TIDEMARK_KAFKA_BOOTSTRAP": f"127.0.0.1:{PORTS.kafka}",
+        "TIDEMARK_SPARK_JARS_DIR": str(JARS / "spark"),
+        "TIDEMARK_AIRFLOW_URL": f"http://127.0.0.1:{PORTS.airflow}",
+        "AIRFLOW_HOME": str(airflow_home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{PORTS.airflow}/execution/",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(PORTS.airflow),
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(airflow_home / "logs"),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), str(ROOT / "plugins"), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _which(name: str, *extra_dirs: str) -> str:
+    found = shutil.which(name)
+    if found:
+        return found
+    for d in extra_dirs:
+        candidate = Path(d) / name
+        if candidate.exists():
+            return str(candidate)
+    raise ServiceError(f"'{name}' is not installed: run `make install` (scripts/install_system.sh)")
+
+
+def _port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not reaped) is not alive for our purposes.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+        return state != "Z"
+    except OSError:
+        return True
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+class Service:
+    """A daemon we start ourselves: pid file, log file, readiness check."""
+
+    name = ""
+    start_timeout = 60.0
+
+    @property
+    def home(self) -> Path:
+        return LOCAL / self.name
+
+    @property
+    def pid_file(self) -> Path:
+        return self.home / "run" / f"{self.name}.pid"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "log" / f"{self.name}.log"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if _pid_alive(pid) else None
+
+    def running(self) -> bool:
+        return self.pid() is not None
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Create configuration and data folders (idempotent)."""
+
+    def after_ready(self) -> None:
+        """One-time setup that needs the running service (idempotent)."""
+
+    def conflicting_port(self) -> int | None:
+        return None
+
+    def start(self) -> bool:
+        """Start if not running; return True when this call started it."""
+        if self.running():
+            self.wait_ready()
+            self.after_ready()
+            return False
+        port = self.conflicting_port()
+        if port is not None and _port_open(port):
+            raise ServiceError(
+                f"{self.name}: port {port} on 127.0.0.1 is taken by another process; stop it or "
+                f"choose another port (see `python -m scripts.services env`)"
+            )
+        self.prepare()
+        for d in (self.pid_file.parent, self.log_file.parent):
+            d.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **environment(), **self.extra_env()}
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen(
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=self.home,
+                env=env,
+                start_new_session=True,  # its own process group, so `down` stops all of it
+            )
+        self.pid_file.write_text(str(proc.pid))
+        try:
+            self.wait_ready(proc)
+        except ServiceError:
+            self.stop()
+            raise
+        self.after_ready()
+        return True
+
+    def extra_env(self) -> dict[str, str]:
+        return {}
+
+    def wait_ready(self, proc: subprocess.Popen | None = None) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise ServiceError(
+                    f"{self.name} exited with code {proc.returncode} while starting; "
+                    f"last lines of {self.log_file}:\n{_tail(self.log_file)}"
+                )
+            if self.ready():
+                return
+            time.sleep(0.5)
+        raise ServiceError(
+            f"{self.name} did not become ready within {self.start_timeout:.0f}s; "
+            f"last lines of {self.log_file}:\n{_tail(self.log_file)}"
+        )
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """Stop the whole process group; return True when something was running."""
+        pid = self.pid()
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return False
+        self.request_stop(pid)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _pid_alive(pid):
+            time.sleep(0.2)
+        if _pid_alive(pid):
+            print(f"{self.name}: did not stop within {timeout:.0f}s, killing it", file=sys.stderr)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # also ends helpers left in the group
+        while _pid_alive(pid):
+            time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def request_stop(self, pid: int) -> None:
+        """Ask the service to shut down cleanly; `stop` waits and then kills what is left."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGTERM)
+
+    def describe(self) -> str:
+        return ""
+
+
+# ---------------------------------------------------------------------------- MariaDB
+
+
+class MariaDB(Service):
+    """MariaDB from Debian's packages, configured for row-based CDC with GTIDs."""
+
+    name = "mariadb"
+    start_timeout = 90.0
+
+    @property
+    def socket(self) -> Path:
+        return self.home / "run" / "mariadbd.sock"
+
+    @property
+    def config(self) -> Path:
+        return self.home / "my.cnf"
+
+    def conflicting_port(self) -> int | None:
+        return PORTS.mariadb
+
+    def prepare(self) -> None:
+        data = self.home / "data"
+        for d in (self.home / "run", self.home / "log", self.home / "binlog", self.home / "tmp"):
+            d.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(
+            "\n".join(
+                [
+                    "[client-server]",
+                    f"socket = {self.socket}",
+                    f"port = {PORTS.mariadb}",
+                    "",
+                    "[mariadbd]",
+                    f"datadir = {data}",
+                    f"tmpdir = {self.home / 'tmp'}",
+                    f"pid-file = {self.home / 'run' / 'mariadbd.pidfile'}",
+                    "bind-address = 127.0.0.1",
+                    "skip-name-resolve",
+                    f"log-error = {self.log_file}",
+                    # CDC: row events with full images and full table-map metadata, GTIDs.
+                    "server_id = 1",
+                    f"log_bin = {self.home / 'binlog' / 'mariadb-bin'}",
+                    "binlog_format = ROW",
+                    "binlog_row_image = FULL",
+                    "binlog_row_metadata = FULL",
+                    "gtid_strict_mode = ON",
+                    "log_slave_updates = ON",
+                    "binlog_expire_logs_seconds = 604800",
+                    "character_set_server = utf8mb4",
+                    "collation_server = utf8mb4_general_ci",
+                    # Small footprint for a 2-core development machine.
+                    "innodb_buffer_pool_size = 512M",
+                    "innodb_log_file_size = 256M",
+                    "innodb_flush_log_at_trx_commit = 2",
+                    "sync_binlog = 0",
+                    "max_connections = 200",
+                    "",
+                ]
+            )
+        )
+        if not (data / "mysql").is_dir():
+            install_db = _which("mariadb-install-db", "/usr/bin", "/usr/sbin")
+            subprocess.run(
+                [
+                    install_db,
+                    f"--defaults-file={self.config}",
+                    f"--user={_current_user()}",
+                    "--auth-root-authentication-method=socket",
+                    "--skip-test-db",
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+
+    def command(self) -> list[str]:
+        return [
+            _which("mariadbd", "/usr/sbin"),
+            f"--defaults-file={self.config}",
+            f"--user={_current_user()}",
+        ]
+
+    def ready(self) -> bool:
+        if not self.socket.exists():
+            return False
+        res = subprocess.run(
+            self.admin_cmd("mariadb-admin") + ["--connect-timeout=2", "ping"],
+            capture_output=True,
+        )
+        return res.returncode == 0
+
+    def admin_cmd(self, tool: str = "mariadb") -> list[str]:
+        """A client command as the local root over the Unix socket (no password)."""
+        return [_which(tool, "/usr/bin"), f"--socket={self.socket}", "--user=root"]
+
+    def request_stop(self, pid: int) -> None:
+        res = subprocess.run([*self.admin_cmd("mariadb-admin"), "shutdown"], capture_output=True)
+        if res.returncode != 0:
+            super().request_stop(pid)
+
+    def after_ready(self) -> None:
+        env = environment()
+        password = _sql_string_body(env[CDC_PASSWORD_ENV])
+        admin_password = _sql_string_body(env[ADMIN_PASSWORD_ENV])
+        sql = f"""
+            CREATE DATABASE IF NOT EXISTS `{CONTROL_DB}`;
+            CREATE TABLE IF NOT EXISTS `{CONTROL_DB}`.`{SIGNAL_TABLE}` (
+                id VARCHAR(42) PRIMARY KEY,
+                type VARCHAR(32) NOT NULL,
+                data VARCHAR(2048) NULL
+            );
+            CREATE USER IF NOT EXISTS '{CDC_USER}'@'127.0.0.1' IDENTIFIED BY '{password}';
+            CREATE USER IF NOT EXISTS '{CDC_USER}'@'localhost' IDENTIFIED BY '{password}';
+            GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT,
+                  BINLOG MONITOR, SLAVE MONITOR ON *.* TO '{CDC_USER}'@'127.0.0.1', '{CDC_USER}'@'localhost';
+            GRANT INSERT, UPDATE, DELETE ON `{CONTROL_DB}`.`{SIGNAL_TABLE}`
+                  TO '{CDC_USER}'@'127.0.0.1', '{CDC_USER}'@'localhost';
+            CREATE USER IF NOT EXISTS '{ADMIN_USER}'@'127.0.0.1' IDENTIFIED BY '{admin_password}';
+            GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'127.0.0.1' WITH GRANT OPTION;
+        """
+        res = subprocess.run(self.admin_cmd(), input=sql, text=True, capture_output=True)
+        if res.returncode != 0:
+            raise ServiceError(f"mariadb: bootstrap SQL failed: {res.stderr.strip()}")
+
+    def describe(self) -> str:
+        return f"127.0.0.1:{PORTS.mariadb} (socket {self.socket})"
+
+
+def _sql_string_body(value: str) -> str:
+    """Escape a value for a single-quoted MariaDB string literal."""
+    return value.replace("\\", "\\\\").replace("'", "''")
+
+
+def _current_user() -> str:
+    import pwd
+
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+# ---------------------------------------------------------------------------- Kafka
+
+
+class Kafka(Service):
+    """A single-node Apache Kafka broker in KRaft mode, run from the Maven-fetched jars."""
+
+    name = "kafka"
+    start_timeout = 90.0
+
+    def conflicting_port(self) -> int | None:
+        for port in (PORTS.kafka, PORTS.kafka_controller):
+            if _port_open(port):
+                return port
+        return None
+
+    @property
+    def properties(self) -> Path:
+        return self.home / "server.properties"
+
+    def _java(self) -> list[str]:
+        jars = JARS / "kafka"
+        if not any(jars.glob("kafka_*.jar")):
+            raise ServiceError("kafka: broker jars missing in .jars/kafka; run `make install`")
+        return [_which("java"), "-cp", f"{jars}/*"]
+
+    def prepare(self) -> None:
+        data = self.home / "data"
+        (self.home / "log").mkdir(parents=True, exist_ok=True)
+        self.properties.write_text(
+            "\n".join(
+                [
+                    "process.roles=broker,controller",
+                    "node.id=1",
+                    f"controller.quorum.voters=1@127.0.0.1:{PORTS.kafka_controller}",
+                    f"listeners=PLAINTEXT://127.0.0.1:{PORTS.kafka},"
+                    f"CONTROLLER://127.0.0.1:{PORTS.kafka_controller}",
+                    f"advertised.listeners=PLAINTEXT://127.0.0.1:{PORTS.kafka}",
+                    "controller.listener.names=CONTROLLER",
+                    "inter.broker.listener.name=PLAINTEXT",
+                    "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                    f"log.dirs={data}",
+                    "num.partitions=1",
+                    "offsets.topic.replication.factor=1",
+                    "transaction.state.log.replication.factor=1",
+                    "transaction.state.log.min.isr=1",
+                    "share.coordinator.state.topic.replication.factor=1",
+                    "share.coordinator.state.topic.min.isr=1",
+                    "group.initial.rebalance.delay.ms=0",
+                    "auto.create.topics.enable=true",
+                    "",
+                ]
+            )
+        )
+        (self.home / "log4j2.properties").write_text(
+            "\n".join(
+                [
+                    "rootLogger.level = INFO",
+                    "rootLogger.appenderRef.out.ref = out",
+                    "appender.out.type = Console",
+                    "appender.out.name = out",
+                    "appender.out.layout.type = PatternLayout",
+                    "appender.out.layout.pattern = [%d] %p %m (%c)%n",
+                    "logger.kafka.name = kafka",
+                    "logger.kafka.level = INFO",
+                    "logger.state.name = state.change.logger",
+                    "logger.state.level = WARN",
+                    "",
+                ]
+            )
+        )
+        if not (data / "meta.properties").exists():
+            data.mkdir(parents=True, exist_ok=True)
+            # StorageTool wants the cluster id as a URL-safe base64 UUID.
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            res = subprocess.run(
+                self._java()
+                + [
+                    f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    cluster_id,
+                    "-c",
+                    str(self.properties),
+                ],
+                capture_output=True,
+                text=True,
+            )
+            if res.returncode != 0:
+                raise ServiceError(f"kafka: formatting storage failed:\n{res.stdout}\n{res.stderr}")
+
+    def command(self) -> list[str]:
+        return self._java()[:1] + [
+            "-Xms256m",
+            "-Xmx1g",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.home / 'log'}",
+            "-cp",
+            f"{JARS / 'kafka'}/*",
+            "kafka.Kafka",
+            str(self.properties),
+        ]
+
+    def ready(self) -> bool:
+        if not _port_open(PORTS.kafka):
+            return False
+        try:
+            from confluent_kafka.admin import AdminClient
+        except ImportError:  # bootstrap without the venv: the port is the best we have
+            return True
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{PORTS.kafka}", "log_level": 0})
+        try:
+            meta = admin.list_topics(timeout=2)
+        except Exception:
+            return False
+        return len(meta.brokers) == 1 and meta.controller_id >= 0
+
+    def describe(self) -> str:
+        return f"127.0.0.1:{PORTS.kafka} (KRaft controller 127.0.0.1:{PORTS.kafka_controller})"
+
+
+# ---------------------------------------------------------------------------- Airflow
+
+
+def _airflow_bin() -> str:
+    path = VENV_BIN / "airflow"
+    if not path.exists():
+        raise ServiceError("airflow is not installed in .venv; run `make install`")
+    return str(path)
+
+
+class AirflowDB(Service):
+    """Airflow's SQLite metadata database, migrated to the installed Airflow's schema."""
+
+    name = "airflow-db"
+
+    @property
+    def home(self) -> Path:
+        return LOCAL / "airflow"
+
+    @property
+    def stamp(self) -> Path:
+        return self.home / ".migrated"
+
+    def _want(self) -> str:
+        import importlib.metadata
+
+        try:
+            return importlib.metadata.version("apache-airflow-core")
+        except importlib.metadata.PackageNotFoundError:
+            return "unknown"
+
+    def running(self) -> bool:
+        return (
+            self.stamp.exists()
+            and self.stamp.read_text() == self._want()
+            and (self.home / "airflow.db").exists()
+        )
+
+    def start(self) -> bool:
+        if self.running():
+            return False
+        self.home.mkdir(parents=True, exist_ok=True)
+        res = subprocess.run(
+            [_airflow_bin(), "db", "migrate"],
+            env={**os.environ, **environment()},
+            capture_output=True,
+            text=True,
+        )
+        if res.returncode != 0:
+            raise ServiceError(f"airflow db migrate failed:\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+        self.stamp.write_text(self._want())
+        return False  # nothing to stop afterwards
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        return False
+
+    def describe(self) -> str:
+        return str(self.home / "airflow.db")
+
+
+class Airflow(Service):
+    """``airflow standalone`` (api-server, scheduler, dag-processor, triggerer)."""
+
+    name = "airflow"
+    start_timeout = 180.0
+
+    @property
+    def home(self) -> Path:
+        return LOCAL / "airflow"
+
+    def conflicting_port(self) -> int | None:
+        return PORTS.airflow
+
+    def prepare(self) -> None:
+        AirflowDB().start()
+
+    def command(self) -> list[str]:
+        return [_airflow_bin(), "standalone"]
+
+    def ready(self) -> bool:
+        url = f"http://127.0.0.1:{PORTS.airflow}/api/v2/monitor/health"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                body = json.loads(resp.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+        return body.get("metadatabase", {}).get("status") == "healthy"
+
+    def describe(self) -> str:
+        return f"http://127.0.0.1:{PORTS.airflow}"
+
+
+SERVICES: dict[str, Service] = {s.name: s for s in (MariaDB(), Kafka(), AirflowDB(), Airflow())}
+DEFAULT_UP = ["mariadb", "kafka", "airflow"]
+
+
+def _select(names: list[str], default: list[str]) -> list[Service]:
+    unknown = [n for n in names if n not in SERVICES]
+    if unknown:
+        raise ServiceError(f"unknown service(s) {unknown}; known: {sorted(SERVICES)}")
+    return [SERVICES[n] for n in (names or default)]
+
+
+def up(names: list[str]) -> list[Service]:
+    started = []
+    for svc in _select(names, DEFAULT_UP):
+        t0 = time.monotonic()
+        if svc.start():
+            started.append(svc)
+            print(f"{svc.name}: started in {time.monotonic() - t0:.1f}s  {svc.describe()}")
+        else:
+            print(f"{svc.name}: ready  {svc.describe()}")
+    return started
+
+
+def down(names: list[str]) -> None:
+    for svc in reversed(_select(names, list(SERVICES))):
+        if svc.stop():
+            print(f"{svc.name}: stopped")
+
+
+def status() -> int:
+    for svc in SERVICES.values():
+        state = "running" if svc.running() else "stopped"
+        if isinstance(svc, AirflowDB):
+            state = "migrated" if svc.running() else "not migrated"
+        print(f"{svc.name:11s} {state:13s} {svc.describe()}")
+    return 0
+
+
+def run(names: list[str], cmd: list[str]) -> int:
+    started: list[Service] = []
+    try:
+        started = up(names)
+        env = {**os.environ, **environment()}
+        return subprocess.call(cmd, env=env)
+    finally:
+        if os.environ.get("TIDEMARK_KEEP_SERVICES") != "1":
+            for svc in reversed(started):
+                svc.stop()
+                print(f"{svc.name}: stopped (started for this run)")
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__)
+        return 2
+    verb, rest = argv[0], argv[1:]
+    try:
+        if verb == "up":
+            up(rest)
+            return 0
+        if verb == "down":
+            down(rest)
+            return 0
+        if verb == "status":
+            return status()
+        if verb == "env":
+            for k, v in environment().items():
+                shown = "***" if k in (CDC_PASSWORD_ENV, ADMIN_PASSWORD_ENV) else v  # never print a secret
+                print(f"export {k}={shown}")
+            return 0
+        if verb == "run":
+            if "--" not in rest:
+                print("usage: run NAME ... -- COMMAND", file=sys.stderr)
+                return 2
+            i = rest.index("--")
+            return run(rest[:i], rest[i + 1 :])
+    except ServiceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

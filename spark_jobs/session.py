@@ -1,0 +1,64 @@
+"""One way to build a SparkSession with Delta Lake and the project's local jars.
+
+Used by every job and test so the Delta extension, catalog and classpath are set in one
+place. Under `spark-submit` the JVM already exists; the submitter must pass the same jars
+with `--jars` (see `spark_jobs.classpath.spark_jars_csv`), and `getOrCreate` reuses the
+submitted context.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.classpath import PROJECT_ROOT, spark_jars_csv
+
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def local_defaults() -> dict[str, str]:
+    """Settings that suit a small machine and keep every Spark file under `.local/`."""
+    scratch = PROJECT_ROOT / ".local" / "spark"
+    return {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.ui.enabled": os.environ.get("TIDEMARK_SPARK_UI", "false"),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": os.environ.get("TIDEMARK_SPARK_SHUFFLE_PARTITIONS", "4"),
+        "spark.driver.memory": os.environ.get("TIDEMARK_SPARK_DRIVER_MEMORY", "2g"),
+        "spark.local.dir": str(scratch / "tmp"),
+        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch / 'derby'}",
+        "spark.sql.session.timeZone": "UTC",
+    }
+
+
+def build_session(
+    app_name: str,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A Delta-enabled session; `master` defaults to `local[*]` unless spark-submit set one."""
+    builder = SparkSession.builder.appName(app_name)
+    settings = {**local_defaults(), **DELTA_CONF, "spark.jars": spark_jars_csv(), **(conf or {})}
+    if master:
+        builder = builder.master(master)
+    elif "SPARK_MASTER" in os.environ:
+        builder = builder.master(os.environ["SPARK_MASTER"])
+    elif not _submitted():
+        builder = builder.master("local[*]")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
+    return session
+
+
+def _submitted() -> bool:
+    """True inside a driver started by spark-submit (it passes the master to the JVM)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ or os.environ.get("SPARK_ENV_LOADED") == "1"

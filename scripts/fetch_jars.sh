@@ -12,14 +12,18 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 command -v mvn >/dev/null || { echo "fetch_jars: mvn not found (scripts/install_system.sh installs Maven)" >&2; exit 1; }
 
+mkdir -p .jars
+log=.jars/maven.log
+: > "$log"
 for profile in spark kafka-broker; do
   dest=.jars/${profile%-broker}
   rm -rf "$dest"
-  mvn -q -B -f jvm/pom.xml -P "$profile" dependency:copy-dependencies \
-      -DoutputDirectory="$PWD/$dest" || {
-    echo "fetch_jars: Maven could not fetch the '$profile' artifacts (see the output above)" >&2
+  if ! mvn -q -B -Dstyle.color=never -f jvm/pom.xml -P "$profile" dependency:copy-dependencies \
+        -DoutputDirectory="$PWD/$dest" >>"$log" 2>&1; then
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | tail -30 >&2
+    echo "fetch_jars: Maven could not fetch the '$profile' artifacts (full log: $log)" >&2
     exit 1
-  }
+  fi
 done
 echo "$want" > "$stamp"
 echo "fetch_jars: $(ls .jars/spark | wc -l) Spark jars, $(ls .jars/kafka | wc -l) Kafka broker jars in .jars/"

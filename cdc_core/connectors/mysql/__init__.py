@@ -1,0 +1,1 @@
+"""MySQL/MariaDB connector: binlog reader, DDL parser, type mapping, chunk dialect."""

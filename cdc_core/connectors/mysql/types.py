@@ -1,0 +1,422 @@
+"""MySQL/MariaDB column types → Debezium's event representation (Kafka Connect JSON).
+
+Follows Debezium's MySQL connector type mapping for the common types, with its handling
+modes (`decimal.handling.mode`, `bigint.unsigned.handling.mode`, `time.precision.mode`,
+`binary.handling.mode`). Each column gets a converter (binlog value → JSON-ready value)
+and a field schema; both are built once per table schema version, so the hot path is one
+function call per column.
+
+The binlog values are those python-mysql-replication decodes from the row image: ints,
+floats, `Decimal`, str (already decoded with the column charset), bytes, `datetime`,
+`date`, `timedelta`, sets for SET, bit strings for BIT. Values are positional; the schema
+timeline supplies names and types.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import ipaddress
+import math
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from cdc_core.errors import UnsupportedTypeError
+from cdc_core.events.connect_schema import Schema, field
+from cdc_core.schema.model import Column
+from cdc_core.source import ColumnMapping
+
+Converter = Callable[[Any], Any]
+
+EPOCH_DATE = dt.date(1970, 1, 1)
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class TypeModes:
+    """The Debezium handling modes (defaults as in Debezium's MySQL connector)."""
+
+    decimal: str = "precise"  # precise | string | double
+    bigint_unsigned: str = "long"  # long | precise
+    time_precision: str = "adaptive_time_microseconds"  # | adaptive | connect
+    binary: str = "bytes"  # bytes | base64 | base64-url-safe | hex
+
+
+INT_TYPES = {"TINYINT": 8, "SMALLINT": 16, "MEDIUMINT": 24, "INT": 32, "BIGINT": 64}
+CHAR_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"}
+BINARY_TYPES = {"BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"}
+GEOMETRY_TYPES = {
+    "GEOMETRY",
+    "POINT",
+    "LINESTRING",
+    "POLYGON",
+    "MULTIPOINT",
+    "MULTILINESTRING",
+    "MULTIPOLYGON",
+    "GEOMETRYCOLLECTION",
+}
+
+
+def map_column(column: Column, modes: TypeModes, optional: bool | None = None) -> ColumnMapping:
+    """The mapping of `column`; `optional` overrides nullability (key fields are required)."""
+    opt = column.nullable if optional is None else optional
+    kind = column.type_name.upper()
+    builder = _BUILDERS.get(kind)
+    if builder is None:
+        if kind in CHAR_TYPES:
+            builder = _string
+        elif kind in BINARY_TYPES:
+            builder = _binary
+        elif kind in GEOMETRY_TYPES:
+            builder = _geometry
+        else:
+            raise UnsupportedTypeError(
+                f"column {column.name}: type {column.type_name} has no event mapping; exclude the column with "
+                "column.exclude.list or the table with table.exclude.list"
+            )
+    schema, convert = builder(column, modes, opt)
+    return ColumnMapping(schema, _null_safe(convert, column, opt))
+
+
+def _null_safe(convert: Converter, column: Column, optional: bool) -> Converter:
+    if optional:
+        return lambda v: None if v is None else convert(v)
+    # A NOT NULL temporal column can still yield None for MySQL's zero dates; Debezium
+    # emits the epoch then.
+    zero = convert(_ZERO.get(column.type_name.upper())) if column.type_name.upper() in _ZERO else None
+    return lambda v: zero if v is None else convert(v)
+
+
+_ZERO: dict[str, Any] = {
+    "DATE": EPOCH_DATE,
+    "DATETIME": EPOCH,
+    "TIMESTAMP": EPOCH,
+}
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+def _integer(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    """BOOLEAN is TINYINT(1) in MySQL and maps to INT16, as in Debezium."""
+    bits = INT_TYPES[column.type_name.upper()]
+    unsigned = column.unsigned
+    fix = _unsigned_fix(bits) if unsigned else _identity
+    if bits == 64 and unsigned:
+        if modes.bigint_unsigned == "precise":
+            return (
+                _decimal_schema(column.name, opt, 0, 20),
+                lambda v: _encode_decimal(decimal.Decimal(fix(v)), 0),
+            )
+        return field("int64", column.name, opt), lambda v: _wrap_signed64(fix(v))
+    if bits == 8:
+        type_ = "int16"
+    elif bits == 16:
+        type_ = "int32" if unsigned else "int16"
+    elif bits == 24:
+        type_ = "int32"
+    elif bits == 32:
+        type_ = "int64" if unsigned else "int32"
+    else:
+        type_ = "int64"
+    return field(type_, column.name, opt), fix
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _unsigned_fix(bits: int) -> Converter:
+    """Binlog readers without signedness metadata return unsigned values as negative."""
+    span = 1 << bits
+    return lambda v: v + span if v < 0 else v
+
+
+def _wrap_signed64(v: int) -> int:
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _float(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    # FLOAT is stored as 4-byte IEEE; print it with float precision (1.1, not 1.100000023841858).
+    return field("float32", column.name, opt), lambda v: v if not math.isfinite(v) else float(f"{v:.7g}")
+
+
+def _double(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    return field("float64", column.name, opt), float
+
+
+def _decimal_schema(name: str, opt: bool, scale: int, precision: int) -> Schema:
+    return field(
+        "bytes",
+        name,
+        opt,
+        logical="org.apache.kafka.connect.data.Decimal",
+        version=1,
+        parameters={"scale": str(scale), "connect.decimal.precision": str(precision)},
+    )
+
+
+def _encode_decimal(value: decimal.Decimal, scale: int) -> str:
+    """Connect's Decimal: the unscaled value as big-endian two's complement, base64 in JSON."""
+    unscaled = int(value.scaleb(scale).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
+    length = max(1, (unscaled.bit_length() + 8) // 8)
+    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
+
+
+def _decimal(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    precision = column.length or 10
+    scale = column.scale or 0
+    if modes.decimal == "string":
+        return field("string", column.name, opt), lambda v: format(decimal.Decimal(v), "f")
+    if modes.decimal == "double":
+        return field("float64", column.name, opt), float
+    return _decimal_schema(column.name, opt, scale, precision), lambda v: _encode_decimal(
+        decimal.Decimal(v), scale
+    )
+
+
+def _bit(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    width = column.length or 1
+    if width == 1:
+        return field("boolean", column.name, opt), lambda v: _bits_to_int(v) == 1
+    size = (width + 7) // 8
+    schema = field(
+        "bytes",
+        column.name,
+        opt,
+        logical="io.debezium.data.Bits",
+        version=1,
+        parameters={"length": str(width)},
+    )
+    return schema, lambda v: base64.b64encode(_bits_to_int(v).to_bytes(size, "little")).decode()
+
+
+def _bits_to_int(v: Any) -> int:
+    if isinstance(v, str):
+        return int(v, 2) if v else 0
+    if isinstance(v, (bytes, bytearray)):
+        return int.from_bytes(v, "big")
+    return int(v)
+
+
+def _year(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    return field("int32", column.name, opt, logical="io.debezium.time.Year", version=1), int
+
+
+# ----------------------------------------------------------------------------- time
+
+
+def _date(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    logical = (
+        "org.apache.kafka.connect.data.Date" if modes.time_precision == "connect" else "io.debezium.time.Date"
+    )
+    return field("int32", column.name, opt, logical=logical, version=1), lambda v: (v - EPOCH_DATE).days
+
+
+def _micros_of_day(v: dt.timedelta) -> int:
+    return (v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds
+
+
+def _time(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    fsp = column.length or 0
+    if modes.time_precision == "connect":
+        return (
+            field("int32", column.name, opt, logical="org.apache.kafka.connect.data.Time", version=1),
+            lambda v: _micros_of_day(v) // 1000,
+        )
+    if modes.time_precision == "adaptive" and fsp <= 3:
+        return field(
+            "int32", column.name, opt, logical="io.debezium.time.Time", version=1
+        ), lambda v: _micros_of_day(v) // 1000
+    return field("int64", column.name, opt, logical="io.debezium.time.MicroTime", version=1), _micros_of_day
+
+
+def _epoch_micros(v: dt.datetime) -> int:
+    delta = v.replace(tzinfo=None) - EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def _datetime(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    """DATETIME has no time zone: Debezium emits its wall-clock value as if it were UTC."""
+    fsp = column.length or 0
+    if modes.time_precision == "connect":
+        return (
+            field("int64", column.name, opt, logical="org.apache.kafka.connect.data.Timestamp", version=1),
+            lambda v: _epoch_micros(v) // 1000,
+        )
+    if fsp <= 3:
+        return field(
+            "int64", column.name, opt, logical="io.debezium.time.Timestamp", version=1
+        ), lambda v: _epoch_micros(v) // 1000
+    return field(
+        "int64", column.name, opt, logical="io.debezium.time.MicroTimestamp", version=1
+    ), _epoch_micros
+
+
+def _timestamp(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    """TIMESTAMP is stored in UTC: Debezium's ZonedTimestamp, ISO 8601 with `Z`, keeping
+    as many fractional digits as the column declares."""
+    fsp = column.length or 0
+
+    def convert(v: dt.datetime) -> str:
+        text = v.strftime("%Y-%m-%dT%H:%M:%S")
+        if fsp:
+            text += "." + f"{v.microsecond:06d}"[:fsp]
+        return text + "Z"
+
+    return field("string", column.name, opt, logical="io.debezium.time.ZonedTimestamp", version=1), convert
+
+
+# ----------------------------------------------------------------------------- text, binary
+
+
+def _string(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    encoding = _python_encoding(column.charset)
+
+    def convert(v: Any) -> str:
+        if isinstance(v, (bytes, bytearray)):
+            return bytes(v).decode(encoding, errors="replace")
+        return v
+
+    return field("string", column.name, opt), convert
+
+
+def _python_encoding(charset: str | None) -> str:
+    if not charset:
+        return "utf-8"
+    name = charset.lower()
+    return {
+        "utf8mb4": "utf-8",
+        "utf8mb3": "utf-8",
+        "utf8": "utf-8",
+        "latin1": "cp1252",
+        "binary": "latin-1",
+    }.get(name, name)
+
+
+def _binary_encoder(modes: TypeModes) -> tuple[str, Converter]:
+    if modes.binary == "hex":
+        return "string", lambda b: bytes(b).hex()
+    if modes.binary == "base64-url-safe":
+        return "string", lambda b: base64.urlsafe_b64encode(bytes(b)).decode()
+    # bytes: the JSON converter renders Connect bytes as base64; base64: a base64 string.
+    return ("bytes" if modes.binary == "bytes" else "string"), lambda b: base64.b64encode(bytes(b)).decode()
+
+
+def _as_bytes(v: Any) -> bytes:
+    return v.encode("utf-8", errors="surrogateescape") if isinstance(v, str) else bytes(v)
+
+
+def _binary(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    type_, encode = _binary_encoder(modes)
+    kind = column.type_name.upper()
+    if kind == "BINARY" and column.length:
+        # MySQL right-pads BINARY(n) with zero bytes, but the binlog trims them.
+        width = column.length
+        return field(type_, column.name, opt), lambda v: encode(_as_bytes(v).ljust(width, b"\x00"))
+    return field(type_, column.name, opt), lambda v: encode(_as_bytes(v))
+
+
+def _json(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    def convert(v: Any) -> str:
+        if isinstance(v, str):
+            return v  # MariaDB stores JSON as text
+        if isinstance(v, (bytes, bytearray)):
+            return bytes(v).decode("utf-8")
+        return orjson.dumps(v, default=str).decode()
+
+    return field("string", column.name, opt, logical="io.debezium.data.Json", version=1), convert
+
+
+def _enum(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    params = {"allowed": ",".join(column.enum_values)}
+    values = column.enum_values
+
+    def convert(v: Any) -> str:
+        if isinstance(v, int):  # an index, when the reader has no enum metadata
+            return values[v - 1] if 0 < v <= len(values) else ""
+        return v
+
+    return field(
+        "string", column.name, opt, logical="io.debezium.data.Enum", version=1, parameters=params
+    ), convert
+
+
+def _set(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    params = {"allowed": ",".join(column.enum_values)}
+    order = {v: i for i, v in enumerate(column.enum_values)}
+
+    def convert(v: Any) -> str:
+        if isinstance(v, int):
+            return ",".join(m for i, m in enumerate(column.enum_values) if v & (1 << i))
+        if isinstance(v, str):
+            return v
+        return ",".join(sorted(v, key=lambda m: order.get(m, len(order))))
+
+    schema = field(
+        "string", column.name, opt, logical="io.debezium.data.EnumSet", version=1, parameters=params
+    )
+    return schema, convert
+
+
+def _geometry(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    """Debezium's Geometry struct: WKB (base64 in JSON) and SRID. MySQL stores the SRID
+    as four little-endian bytes before the WKB."""
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"type": "bytes", "optional": False, "field": "wkb"},
+            {"type": "int32", "optional": True, "field": "srid"},
+        ],
+        "optional": opt,
+        "name": "io.debezium.data.geometry.Geometry",
+        "version": 1,
+        "doc": "Geometry",
+        "field": column.name,
+    }
+
+    def convert(v: Any) -> dict[str, Any]:
+        raw = _as_bytes(v)
+        srid = int.from_bytes(raw[:4], "little")
+        return {"wkb": base64.b64encode(raw[4:]).decode(), "srid": srid or None}
+
+    return schema, convert
+
+
+def _uuid(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    def convert(v: Any) -> str:
+        return v if isinstance(v, str) else str(uuid.UUID(bytes=_as_bytes(v)))
+
+    return field("string", column.name, opt, logical="io.debezium.data.Uuid", version=1), convert
+
+
+def _inet(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    def convert(v: Any) -> str:
+        return v if isinstance(v, str) else str(ipaddress.ip_address(_as_bytes(v)))
+
+    return field("string", column.name, opt), convert
+
+
+_BUILDERS: dict[str, Callable[[Column, TypeModes, bool], tuple[Schema, Converter]]] = {
+    **dict.fromkeys(INT_TYPES, _integer),
+    "FLOAT": _float,
+    "DOUBLE": _double,
+    "DECIMAL": _decimal,
+    "BIT": _bit,
+    "YEAR": _year,
+    "DATE": _date,
+    "TIME": _time,
+    "DATETIME": _datetime,
+    "TIMESTAMP": _timestamp,
+    "JSON": _json,
+    "ENUM": _enum,
+    "SET": _set,
+    "UUID": _uuid,
+    "INET4": _inet,
+    "INET6": _inet,
+}

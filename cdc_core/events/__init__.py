@@ -1,0 +1,1 @@
+"""Change events as values: the order key, the envelope, transaction metadata."""

@@ -1,0 +1,181 @@
+"""What is captured and how rows are shaped: table and column filters, masking, keys.
+
+Debezium semantics: include/exclude lists are regexes matched against the whole
+identifier (`db`, `db.table`, `db.table.column`); masks and truncation apply to the
+event value (never the key, which must stay unique). Everything is compiled once per
+table schema version into a `RowShaper`, so per-event work is a loop over prepared
+converters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.config.properties import compile_regex_list, full_match_any
+from cdc_core.errors import ConfigError
+from cdc_core.events import connect_schema
+from cdc_core.schema.model import TableId, TableSchema
+from cdc_core.source import TypeMapper
+
+
+class TableFilter:
+    """Decides whether a table is captured (database and table include/exclude lists)."""
+
+    def __init__(self, config: ConnectorConfig) -> None:
+        self.db_include = config.get("database.include.list")
+        self.db_exclude = config.get("database.exclude.list")
+        self.table_include = config.get("table.include.list")
+        self.table_exclude = config.get("table.exclude.list")
+        self.captures = lru_cache(maxsize=4096)(self._captures)
+
+    def _captures(self, table: TableId) -> bool:
+        if table.database.lower() in ("mysql", "sys", "performance_schema", "information_schema"):
+            return False
+        if self.db_include and not full_match_any(self.db_include, table.database):
+            return False
+        if self.db_exclude and full_match_any(self.db_exclude, table.database):
+            return False
+        name = str(table)
+        if self.table_include and not full_match_any(self.table_include, name):
+            return False
+        return not (self.table_exclude and full_match_any(self.table_exclude, name))
+
+    def captures_database(self, database: str) -> bool:
+        if self.db_include and not full_match_any(self.db_include, database):
+            return False
+        return not (self.db_exclude and full_match_any(self.db_exclude, database))
+
+
+@dataclass(frozen=True)
+class _ValueRule:
+    patterns: list[re.Pattern[str]]
+    apply: Callable[[Any], Any]
+    changes_type_to_string: bool
+
+
+class ColumnRules:
+    """Column include/exclude lists, masks, hashes and truncation from the config."""
+
+    def __init__(self, config: ConnectorConfig) -> None:
+        self.include = config.get("column.include.list")
+        self.exclude = config.get("column.exclude.list")
+        self.rules: list[_ValueRule] = []
+        for (n,), patterns in config.family("column.truncate.to.N.chars"):
+            width = int(n)
+            self.rules.append(
+                _ValueRule(patterns, lambda v, w=width: v[:w] if isinstance(v, str) else v, False)
+            )
+        for (n,), patterns in config.family("column.mask.with.N.chars"):
+            mask = "*" * int(n)
+            self.rules.append(_ValueRule(patterns, lambda v, m=mask: m, True))
+        for (alg, salt), patterns in config.family("column.mask.hash.ALG.with.salt.SALT"):
+            self.rules.append(_ValueRule(patterns, _hasher(alg, salt), True))
+        self.key_columns = _parse_key_columns(config.get("message.key.columns"))
+
+    def keeps(self, table: TableId, column: str) -> bool:
+        name = f"{table}.{column}"
+        if self.include and not full_match_any(self.include, name):
+            return False
+        return not (self.exclude and full_match_any(self.exclude, name))
+
+    def value_rules(self, table: TableId, column: str) -> list[_ValueRule]:
+        name = f"{table}.{column}"
+        return [r for r in self.rules if full_match_any(r.patterns, name)]
+
+    def key_for(self, schema: TableSchema) -> tuple[str, ...]:
+        """`message.key.columns` for this table if it names it, else the primary key."""
+        for pattern, columns in self.key_columns:
+            if pattern.fullmatch(str(schema.id)):
+                missing = [c for c in columns if schema.column(c) is None]
+                if missing:
+                    raise ConfigError("message.key.columns", f"table {schema.id} has no column(s) {missing}")
+                return tuple(schema.column(c).name for c in columns)  # type: ignore[union-attr]
+        return schema.primary_key
+
+
+def _hasher(alg: str, salt: str) -> Callable[[Any], Any]:
+    name = alg.replace("-", "").lower()
+    if name not in hashlib.algorithms_available:
+        raise ConfigError(f"column.mask.hash.{alg}.with.salt.{salt}", f"unknown hash algorithm {alg}")
+    salt_bytes = salt.encode()
+
+    def apply(v: Any) -> Any:
+        text = v if isinstance(v, str) else orjson.dumps(v).decode()
+        return hashlib.new(name, salt_bytes + text.encode()).hexdigest()
+
+    return apply
+
+
+def _parse_key_columns(spec: str | None) -> list[tuple[re.Pattern[str], list[str]]]:
+    if not spec:
+        return []
+    out = []
+    for part in filter(None, (p.strip() for p in spec.split(";"))):
+        table, _, cols = part.partition(":")
+        (pattern,) = compile_regex_list("message.key.columns", [table.strip()])
+        out.append((pattern, [c.strip() for c in cols.split(",") if c.strip()]))
+    return out
+
+
+class RowShaper:
+    """Everything needed to turn one table's positional row values into event dicts.
+
+    Built once per table schema version: kept columns, their converters (with masks),
+    the key columns, and the serialised key/value Connect schemas.
+    """
+
+    def __init__(self, schema: TableSchema, topic: str, rules: ColumnRules, types: TypeMapper) -> None:
+        self.schema = schema
+        self.topic = topic
+        self.key_names = rules.key_for(schema)
+        fields: list[dict[str, Any]] = []
+        plan: list[tuple[str, int, Callable[[Any], Any]]] = []
+        for position, column in enumerate(schema.columns):
+            if not rules.keeps(schema.id, column.name) and column.name not in self.key_names:
+                continue
+            mapping = types.map_column(column)
+            convert = mapping.convert
+            field_schema = mapping.schema
+            for rule in rules.value_rules(schema.id, column.name):
+                convert = _chain(convert, rule.apply)
+                if rule.changes_type_to_string:
+                    field_schema = connect_schema.field("string", column.name, column.nullable)
+            plan.append((column.name, position, convert))
+            fields.append(field_schema)
+        self.plan = plan
+        key_plan = []
+        key_fields = []
+        for name in self.key_names:
+            position = schema.position(name)
+            assert position is not None
+            mapping = types.map_column(schema.columns[position], optional=False)
+            key_plan.append((schema.columns[position].name, position, mapping.convert))
+            key_fields.append(mapping.schema)
+        self.key_plan = key_plan
+        self.row_schema = connect_schema.row_schema(topic, fields)
+        self.key_schema = connect_schema.key_schema(topic, key_fields) if key_plan else None
+
+    def row(self, values: tuple[Any, ...] | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        return {name: convert(values[pos]) for name, pos, convert in self.plan}
+
+    def key(self, values: tuple[Any, ...]) -> dict[str, Any] | None:
+        if not self.key_plan:
+            return None
+        return {name: convert(values[pos]) for name, pos, convert in self.key_plan}
+
+    def key_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(values[pos] for _, pos, _ in self.key_plan)
+
+
+def _chain(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda v: None if v is None else second(first(v))

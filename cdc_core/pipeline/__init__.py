@@ -1,0 +1,1 @@
+"""The streamer: log reader → bounded queue → dispatcher (the one door) → sink → offsets."""

@@ -1,0 +1,341 @@
+"""The one door every change passes through, in a fixed order:
+filter → transaction metadata (order key) → shape (convert, mask) → serialise → offsets.
+
+One place to reason about ordering: the dispatcher sees log items in log order and
+assigns every record the offset from which a restart would resume right after it. After
+a restart inside a transaction, the connector re-reads the transaction from its start;
+the dispatcher numbers the re-read rows exactly as before but suppresses the records that
+were already acknowledged, so nothing is lost, nothing is duplicated, and every event
+keeps its order key.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.events import connect_schema
+from cdc_core.events.envelope import (
+    NEWKEY_HEADER,
+    OLDKEY_HEADER,
+    OP_CREATE,
+    OP_DELETE,
+    OP_TRUNCATE,
+    OP_UPDATE,
+    ChangeEvent,
+    EventSerializer,
+    Record,
+)
+from cdc_core.filters import ColumnRules, RowShaper, TableFilter
+from cdc_core.pipeline.ack_tracker import AckTracker
+from cdc_core.source import (
+    LogItem,
+    PositionAdvance,
+    RowChange,
+    SchemaChange,
+    Source,
+    TransactionBegin,
+    TransactionCommit,
+)
+from cdc_core.transactions import (
+    TRANSACTION_KEY_SCHEMA,
+    TRANSACTION_VALUE_SCHEMA,
+    OpenTransaction,
+    begin_payload,
+    end_payload,
+)
+
+
+def make_offset(source: dict[str, Any], in_txn: bool, rows_done: int, schema_seq: int) -> dict[str, Any]:
+    """The committed-offset document: where to resume and what to skip there."""
+    return {"source": source, "in_txn": in_txn, "rows_done": rows_done, "schema_seq": schema_seq}
+
+
+@dataclass
+class DispatchStats:
+    events: int = 0
+    records: int = 0
+    per_table: Counter[str] = field(default_factory=Counter)
+    last_source_ts_ms: int | None = None
+    last_position: dict[str, Any] | None = None
+
+
+class _ShaperEntry:
+    __slots__ = ("key_schema", "schema", "shaper", "value_schema")
+
+    def __init__(self, schema: Any, shaper: RowShaper, key_schema: bytes | None, value_schema: bytes) -> None:
+        self.schema = schema
+        self.shaper = shaper
+        self.key_schema = key_schema
+        self.value_schema = value_schema
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        config: ConnectorConfig,
+        source: Source,
+        tracker: AckTracker,
+        resume: dict[str, Any] | None = None,
+    ) -> None:
+        self.prefix = config.topic_prefix
+        self.tables = TableFilter(config)
+        self.rules = ColumnRules(config)
+        self.types = source.type_mapper()
+        self.source_schema = source.source_schema()
+        self.tracker = tracker
+        self.skipped_ops = {op for op in config.get("skipped.operations") if op != "none"}
+        self.tombstones = config.get("tombstones.on.delete")
+        self.txn_metadata = config.get("provide.transaction.metadata")
+        self.schema_changes = config.get("include.schema.changes")
+        self.transaction_topic = f"{self.prefix}.{config.get('topic.transaction')}"
+        self.key_serializer = EventSerializer(config.get("key.converter.schemas.enable"))
+        self.value_serializer = EventSerializer(config.get("value.converter.schemas.enable"))
+        self._txn_key_schema = orjson.dumps(TRANSACTION_KEY_SCHEMA)
+        self._txn_value_schema = orjson.dumps(TRANSACTION_VALUE_SCHEMA)
+        self._shapers: dict[int, _ShaperEntry] = {}
+        self.stats = DispatchStats()
+        self.schema_seq = int(resume.get("schema_seq", 0)) if resume else 0
+        # After a restart inside a transaction: suppress its BEGIN and this many rows.
+        self._suppress_rows = int(resume["rows_done"]) if resume and resume.get("in_txn") else -1
+        self._txn: OpenTransaction | None = None
+        self._restart: dict[str, Any] | None = None
+        self._rows_in_txn = 0
+
+    # ------------------------------------------------------------------ topics, shapers
+
+    def topic_for(self, database: str, table: str) -> str:
+        return f"{self.prefix}.{database}.{table}"
+
+    def _shaper(self, schema: Any) -> _ShaperEntry:
+        entry = self._shapers.get(id(schema))
+        if entry is not None and entry.schema is schema:
+            return entry
+        topic = self.topic_for(schema.id.database, schema.id.table)
+        shaper = RowShaper(schema, topic, self.rules, self.types)
+        envelope = connect_schema.envelope_schema(
+            topic, shaper.row_schema, self.source_schema, self.txn_metadata
+        )
+        entry = _ShaperEntry(
+            schema,
+            shaper,
+            orjson.dumps(shaper.key_schema) if shaper.key_schema else None,
+            orjson.dumps(envelope),
+        )
+        if len(self._shapers) > 10_000:
+            self._shapers.clear()
+        self._shapers[id(schema)] = entry
+        return entry
+
+    # ------------------------------------------------------------------ the door
+
+    def process(self, items: list[LogItem]) -> list[tuple[Record, int]]:
+        """Records for a batch of log items, each paired with its ack-tracker entry."""
+        out: list[tuple[Record, int]] = []
+        for item in items:
+            if isinstance(item, RowChange):
+                self._row(item, out)
+            elif isinstance(item, TransactionBegin):
+                self._begin(item, out)
+            elif isinstance(item, TransactionCommit):
+                self._commit(item, out)
+            elif isinstance(item, SchemaChange):
+                self._schema_change(item, out)
+            elif isinstance(item, PositionAdvance):
+                self._advance(item.position, item.ts_ms)
+            else:
+                raise TypeError(f"unknown log item {item!r}")
+        return out
+
+    def _emit(self, records: list[Record], offset: dict[str, Any], out: list[tuple[Record, int]]) -> None:
+        entry = self.tracker.add(offset, len(records))
+        out.extend((r, entry) for r in records)
+        self.stats.records += len(records)
+
+    def _begin(self, item: TransactionBegin, out: list[tuple[Record, int]]) -> None:
+        self._txn = OpenTransaction(item.id, item.epoch, item.rank, item.ts_ms)
+        self._restart = item.restart
+        self._rows_in_txn = 0
+        if not self.txn_metadata or self._suppress_rows >= 0:
+            return
+        offset = make_offset(item.restart, True, 0, self.schema_seq)
+        key = self.key_serializer.wrap(self._txn_key_schema, {"id": item.id})
+        value = self.value_serializer.wrap(self._txn_value_schema, begin_payload(self._txn))
+        self._emit([Record(self.transaction_topic, key, value)], offset, out)
+
+    def _commit(self, item: TransactionCommit, out: list[tuple[Record, int]]) -> None:
+        txn, self._txn = self._txn, None
+        self._suppress_rows = -1
+        offset = make_offset(item.position, False, 0, self.schema_seq)
+        self.stats.last_position = item.position
+        records = []
+        if txn is not None and self.txn_metadata and txn.total > 0:
+            key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn.id})
+            value = self.value_serializer.wrap(self._txn_value_schema, end_payload(txn, item.ts_ms))
+            records.append(Record(self.transaction_topic, key, value))
+        self._emit(records, offset, out)
+
+    def _advance(self, position: dict[str, Any], ts_ms: int) -> None:
+        self.tracker.add(make_offset(position, False, 0, self.schema_seq), 0)
+        self.stats.last_position = position
+
+    def _row(self, item: RowChange, out: list[tuple[Record, int]]) -> None:
+        self._rows_in_txn += 1
+        schema = item.table
+        self.stats.last_source_ts_ms = item.ts_ms
+        if not self.tables.captures(schema.id) or item.op in self.skipped_ops:
+            return
+        suppressed = self._rows_in_txn <= self._suppress_rows
+        entry = self._shaper(schema)
+        shaper = entry.shaper
+        events = self._events(item, shaper)
+        if suppressed:
+            return
+        offset = make_offset(self._restart or {}, True, self._rows_in_txn, self.schema_seq)
+        records: list[Record] = []
+        if len(events) == 2:  # primary-key change: delete of the old key, create of the new key
+            delete, create = events
+            old_key = self.key_serializer.wrap(entry.key_schema, delete.key)
+            new_key = self.key_serializer.wrap(entry.key_schema, create.key)
+            records.append(
+                Record(delete.topic, old_key, self._value(entry, delete), ((NEWKEY_HEADER, new_key),))
+            )
+            if self.tombstones:
+                records.append(Record(delete.topic, old_key, None, ((NEWKEY_HEADER, new_key),)))
+            records.append(
+                Record(create.topic, new_key, self._value(entry, create), ((OLDKEY_HEADER, old_key),))
+            )
+        else:
+            event = events[0]
+            key = None if event.key is None else self.key_serializer.wrap(entry.key_schema, event.key)
+            records.append(Record(event.topic, key, self._value(entry, event)))
+            if event.op == OP_DELETE and self.tombstones and key is not None:
+                records.append(Record(event.topic, key, None))
+        self.stats.events += len(events)
+        self.stats.per_table[str(schema.id)] += len(events)
+        self._emit(records, offset, out)
+
+    def _value(self, entry: _ShaperEntry, event: ChangeEvent) -> bytes:
+        return self.value_serializer.wrap(entry.value_schema, event.payload())
+
+    def _events(self, item: RowChange, shaper: RowShaper) -> list[ChangeEvent]:
+        """One event, or two for a primary-key change (each numbered in the transaction)."""
+        topic = shaper.topic
+        now = time.time_ns()
+        name = str(shaper.schema.id)
+        op = item.op
+        if op == OP_TRUNCATE:
+            return [ChangeEvent(topic, op, None, None, None, item.source, self._block(name), now)]
+        key_source = item.after if op == OP_CREATE else item.before
+        if (
+            op == OP_UPDATE
+            and shaper.key_plan
+            and item.before is not None
+            and item.after is not None
+            and shaper.key_values(item.before) != shaper.key_values(item.after)
+        ):
+            delete = ChangeEvent(
+                topic,
+                OP_DELETE,
+                shaper.key(item.before),
+                shaper.row(item.before),
+                None,
+                item.source,
+                self._block(name),
+                now,
+            )
+            create = ChangeEvent(
+                topic,
+                OP_CREATE,
+                shaper.key(item.after),
+                None,
+                shaper.row(item.after),
+                item.source,
+                self._block(name),
+                now,
+            )
+            return [delete, create]
+        assert key_source is not None
+        return [
+            ChangeEvent(
+                topic,
+                op,
+                shaper.key(key_source),
+                shaper.row(item.before),
+                shaper.row(item.after),
+                item.source,
+                self._block(name),
+                now,
+            )
+        ]
+
+    def _block(self, data_collection: str) -> dict[str, Any] | None:
+        if self._txn is None:
+            return None
+        block = self._txn.next_block(data_collection)
+        return block if self.txn_metadata else None
+
+    def _schema_change(self, item: SchemaChange, out: list[tuple[Record, int]]) -> None:
+        self.schema_seq = item.history_seq
+        offset = make_offset(item.position, False, 0, self.schema_seq)
+        self.stats.last_position = item.position
+        captured = [t for t in item.affected if self.tables.captures(t)]
+        database_level = not item.affected and item.database and self.tables.captures_database(item.database)
+        records = []
+        if self.schema_changes and (captured or database_level):
+            records.append(self._schema_change_record(item, captured))
+        self._emit(records, offset, out)
+
+    def _schema_change_record(self, item: SchemaChange, captured: list[Any]) -> Record:
+        by_id = {t.id: t for t in item.tables}
+        changes = []
+        for table_id in captured:
+            schema = by_id.get(table_id)
+            change_type = "DROP" if schema is None else ("CREATE" if item.kind == "create_table" else "ALTER")
+            changes.append(
+                {
+                    "type": change_type,
+                    "id": f'"{table_id.database}"."{table_id.table}"',
+                    "table": None if schema is None else _table_change(schema),
+                }
+            )
+        payload = {
+            "source": item.source,
+            "ts_ms": item.ts_ms,
+            "databaseName": item.database or "",
+            "schemaName": None,
+            "ddl": item.ddl,
+            "tableChanges": changes,
+        }
+        key = self.key_serializer.wrap(None, {"databaseName": item.database or ""})
+        return Record(self.prefix, key, self.value_serializer.wrap(None, payload))
+
+
+def _table_change(schema: Any) -> dict[str, Any]:
+    return {
+        "defaultCharsetName": schema.charset,
+        "primaryKeyColumnNames": list(schema.primary_key),
+        "columns": [
+            {
+                "name": c.name,
+                "typeName": c.type_name,
+                "typeExpression": c.type_name,
+                "charsetName": c.charset,
+                "length": c.length,
+                "scale": c.scale,
+                "position": i + 1,
+                "optional": c.nullable,
+                "autoIncremented": c.auto_increment,
+                "generated": c.generated,
+                "comment": c.comment,
+                "enumValues": list(c.enum_values) or None,
+            }
+            for i, c in enumerate(schema.columns)
+        ],
+        "comment": schema.comment,
+    }

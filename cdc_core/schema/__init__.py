@@ -1,0 +1,1 @@
+"""Relational table schemas as values, and the timeline of how they changed."""

@@ -1,0 +1,135 @@
+"""The seam between the generic pipeline and a source connector.
+
+A connector turns its database log into a stream of `LogItem`s, in log order, each
+carrying the position to restart from. The pipeline (one door: `Dispatcher`) does the
+rest — filtering, masking, transaction metadata and order keys, serialisation, the sink,
+offsets — identically for every source. In the spirit of Flink CDC's DataSourceDialect
+and Debezium's ChangeEventSource, nothing source-specific crosses this seam except the
+opaque position dictionaries and the `source` block of each event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cdc_core.events.connect_schema import Schema
+from cdc_core.schema.model import Column, TableId, TableSchema
+
+
+@dataclass(slots=True)
+class TransactionBegin:
+    """A source transaction starts. `restart` is where to resume to re-read it whole;
+    `epoch`/`rank` order it against every other transaction (see `OrderKey`)."""
+
+    id: str
+    epoch: int
+    rank: int
+    ts_ms: int
+    restart: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RowChange:
+    """One changed row, values positional in `table`'s column order (the schema the
+    table had when the change was written). `source` is the connector's source block
+    without `db`/`table`/`snapshot`, which the pipeline adds."""
+
+    table: TableSchema
+    op: str
+    before: tuple[Any, ...] | None
+    after: tuple[Any, ...] | None
+    source: dict[str, Any]
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class TransactionCommit:
+    """The current transaction committed; `position` resumes after it."""
+
+    position: dict[str, Any]
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class SchemaChange:
+    """A DDL statement, applied to the schema timeline as entry `history_seq`.
+
+    `tables` are the affected tables' schemas after the change (a dropped table is
+    absent); `position` resumes after the statement.
+    """
+
+    ddl: str
+    database: str | None
+    kind: str
+    affected: tuple[TableId, ...]
+    tables: tuple[TableSchema, ...]
+    source: dict[str, Any]
+    position: dict[str, Any]
+    history_seq: int
+    ts_ms: int
+
+
+@dataclass(slots=True)
+class PositionAdvance:
+    """The log moved past things that produce no event (other tables, heartbeats)."""
+
+    position: dict[str, Any]
+    ts_ms: int
+
+
+LogItem = TransactionBegin | RowChange | TransactionCommit | SchemaChange | PositionAdvance
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """How one column appears in events: its Connect field schema and the converter from
+    the log's value to the JSON-ready event value."""
+
+    schema: Schema
+    convert: Callable[[Any], Any]
+
+
+class TypeMapper(Protocol):
+    def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping: ...
+
+
+@dataclass
+class SourceStatus:
+    """What `tidemark status` and the status line show about the source."""
+
+    connector: str
+    position: str
+    head: str | None = None
+    lag_ms: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Source(Protocol):
+    """A connector's log reader and everything source-specific the pipeline needs."""
+
+    connector_name: str  # the `source.connector` value, e.g. "mysql"
+
+    def type_mapper(self) -> TypeMapper: ...
+
+    def source_schema(self) -> Schema:
+        """Connect schema of the `source` block."""
+        ...
+
+    def open(self, offset: Mapping[str, Any] | None) -> None:
+        """Connect, check the position can be resumed, and prepare the schema timeline."""
+        ...
+
+    def read(self) -> Iterator[list[LogItem]]:
+        """Batches of log items in log order; blocks while the log is idle (but yields an
+        empty list at least every second so the caller can stop)."""
+        ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def status(self, offset: Mapping[str, Any] | None) -> SourceStatus: ...
+
+    def describe(self, position: Mapping[str, Any]) -> str: ...

@@ -15,6 +15,11 @@ class ConfigError(TidemarkError):
         self.property = prop
 
 
+class SourceUnavailableError(TidemarkError):
+    """The source database cannot be reached right now; retrying from the committed
+    offset is safe."""
+
+
 class PositionLostError(TidemarkError):
     """The log position to resume from no longer exists in the source (e.g. purged)."""
 

@@ -28,7 +28,7 @@ class AckTracker:
             entry_id = self._next_id
             self._next_id += 1
             entry = [entry_id, records, offset]
-            if self._entries and records == 0 and self._entries[-1][1] == 0:
+            if self._entries and records == 0 and offset is not None and self._entries[-1][1] == 0:
                 # Coalesce runs of record-less positions: only the latest matters.
                 self._entries[-1][2] = offset
                 return self._entries[-1][0]
@@ -50,7 +50,9 @@ class AckTracker:
 
     def _advance(self) -> None:
         while self._entries and self._entries[0][1] == 0:
-            self._committable = self._entries.popleft()[2]
+            offset = self._entries.popleft()[2]
+            if offset is not None:  # None: records that do not move the position (heartbeats)
+                self._committable = offset
 
     def take_committable(self) -> Any:
         """The newest committable offset since the last call, or None."""

@@ -1,0 +1,595 @@
+"""The MySQL/MariaDB log reader: binlog events → `LogItem`s, in log order.
+
+It owns everything MySQL-specific the pipeline must not know: binlog positions and GTID
+sets (and the epoch/rank derived from them), the schema timeline fed by DDL found in the
+log, and decoding row images with the schema of their own time. The schema held by the
+timeline is cross-checked against the column names `binlog_row_metadata=FULL` writes
+into every table-map event; a disagreement stops the streamer instead of decoding a row
+with the wrong columns.
+
+python-mysql-replication reconnects silently after a lost connection, from where *it*
+thinks it is; that would replay or skip events behind the pipeline's back. The reader
+therefore lets it open exactly one stream connection and turns any further attempt into
+a `SourceConnectionLost`, after which the streamer restarts cleanly from its committed
+offset.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pymysql
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.mysql import ddl, server
+from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
+from cdc_core.connectors.mysql.source_info import SOURCE_SCHEMA, TIDEMARK_VERSION
+from cdc_core.connectors.mysql.types import TypeModes, map_column
+from cdc_core.errors import PositionLostError, SchemaMismatchError, SourceUnavailableError, TidemarkError
+from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_TRUNCATE, OP_UPDATE
+from cdc_core.filters import TableFilter
+from cdc_core.schema.history import SchemaHistory
+from cdc_core.schema.model import Column, TableId, TableSchema
+from cdc_core.source import (
+    ColumnMapping,
+    LogItem,
+    PositionAdvance,
+    RowChange,
+    SchemaChange,
+    SourceStatus,
+    TransactionBegin,
+    TransactionCommit,
+)
+
+log = logging.getLogger("tidemark.mysql")
+
+ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+
+
+class SourceConnectionLost(SourceUnavailableError):
+    """The connection to the database dropped; the streamer restarts from its offset."""
+
+
+class _OneConnection:
+    """Connection factory that refuses to reconnect (see module docstring)."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    def __call__(self, **kwargs: Any) -> pymysql.Connection:
+        self.opened += 1
+        if self.opened > 2:  # one control connection and one stream connection
+            raise SourceConnectionLost("lost the connection to the database")
+        return pymysql.connect(**kwargs)
+
+
+class MySqlTypeMapper:
+    def __init__(self, modes: TypeModes) -> None:
+        self.modes = modes
+
+    def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping:
+        return map_column(column, self.modes, optional)
+
+
+class BinlogSource:
+    """`cdc_core.source.Source` for MySQL and MariaDB."""
+
+    connector_name = "mysql"
+
+    def __init__(self, config: ConnectorConfig, history: SchemaHistory) -> None:
+        self.config = config
+        self.history = history
+        self.name = config.topic_prefix
+        secret = config.secret("database.password")
+        self.params = {
+            "host": config.get("database.hostname"),
+            "port": config.get("database.port"),
+            "user": config.get("database.user"),
+            "password": secret.reveal() if secret else "",
+        }
+        self.server_id = config.get("database.server.id")
+        self.tables_filter = TableFilter(config)
+        self.signal_table = config.get("signal.data.collection")
+        self.skip_unparseable = config.get("schema.history.internal.skip.unparseable.ddl")
+        self.only_captured_ddl = config.get("schema.history.internal.store.only.captured.tables.ddl")
+        self.failure_mode = config.get("event.processing.failure.handling.mode")
+        self.batch_size = config.get("max.batch.size")
+        self.modes = TypeModes(
+            decimal=config.get("decimal.handling.mode"),
+            bigint_unsigned=config.get("bigint.unsigned.handling.mode"),
+            time_precision=config.get("time.precision.mode"),
+            binary=config.get("binary.handling.mode"),
+        )
+        self.info: server.ServerInfo | None = None
+        self.tables: dict[TableId, TableSchema] = {}
+        self._stream: BinLogStreamReader | None = None
+        self._stopping = False
+        self._checked: dict[tuple[int, int], TableSchema] = {}
+        # log state
+        self.file = ""
+        self.epoch = 0
+        self.gtids: MariaDbGtidState | MySqlGtidSet | None = None
+        self._pending_gtid: str | None = None
+        self._txn_gtids: Any = None
+        self._in_txn = False
+        self._thread: int | None = None
+        self._first_event: Any = None
+        self._begin_pos = 0
+        self._restart: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ Source protocol
+
+    def type_mapper(self) -> MySqlTypeMapper:
+        return MySqlTypeMapper(self.modes)
+
+    def source_schema(self) -> dict[str, Any]:
+        return SOURCE_SCHEMA
+
+    def open(self, offset: Mapping[str, Any] | None) -> None:
+        ctl = self._control()
+        try:
+            self.info = server.inspect_server(ctl)
+            if offset is None:
+                position = self._first_start(ctl)
+            else:
+                position = self._resume(ctl, offset)
+        finally:
+            ctl.close()
+        self._start_stream(position)
+
+    def read(self) -> Iterator[list[LogItem]]:
+        try:
+            yield from self._read()
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError, ConnectionError) as exc:
+            raise SourceConnectionLost(f"lost the binlog connection: {exc}") from None
+
+    def _read(self) -> Iterator[list[LogItem]]:
+        assert self._stream is not None
+        batch: list[LogItem] = []
+        started = time.monotonic()
+        stream = self._stream
+        while not self._stopping:
+            event = self._first_event or stream.fetchone()
+            self._first_event = None
+            if event is None:
+                if batch:
+                    yield batch
+                    batch = []
+                continue
+            if isinstance(event, HeartbeatLogEvent):
+                if not self._in_txn:
+                    batch.append(PositionAdvance(self._position(stream.log_pos), int(time.time() * 1000)))
+                yield batch
+                batch, started = [], time.monotonic()
+                continue
+            self._handle(event, stream, batch)
+            if len(batch) >= self.batch_size or (batch and time.monotonic() - started > 0.1):
+                yield batch
+                batch, started = [], time.monotonic()
+        if batch:
+            yield batch
+
+    def stop(self) -> None:
+        self._stopping = True
+
+    def close(self) -> None:
+        if self._stream is not None:
+            with contextlib.suppress(Exception):  # closing a dead socket is not worth reporting
+                self._stream.close()
+            self._stream = None
+
+    def status(self, offset: Mapping[str, Any] | None) -> SourceStatus:
+        head = None
+        lag = None
+        try:
+            ctl = self._control()
+            try:
+                info = self.info or server.inspect_server(ctl)
+                now = server.current_position(ctl, info)
+                head = f"{now.file}:{now.pos}" + (f" gtids={now.gtids}" if now.gtids else "")
+            finally:
+                ctl.close()
+        except (pymysql.err.Error, TidemarkError) as exc:
+            head = f"unavailable ({type(exc).__name__})"
+        position = self.describe(offset["source"]) if offset else "none (not started)"
+        return SourceStatus("mysql", position, head, lag)
+
+    def describe(self, position: Mapping[str, Any]) -> str:
+        text = f"{position.get('file')}:{position.get('pos')}"
+        if position.get("gtids"):
+            text += f" gtids={position['gtids']}"
+        return text
+
+    # ------------------------------------------------------------------ start-up
+
+    def _control(self) -> pymysql.Connection:
+        try:
+            return server.connect(self.params)
+        except pymysql.err.OperationalError as exc:
+            raise SourceConnectionLost(
+                f"cannot connect to {self.params['host']}:{self.params['port']} as {self.params['user']}: "
+                f"{exc.args[1] if len(exc.args) > 1 else exc}"
+            ) from None
+
+    def _first_start(self, ctl: pymysql.Connection) -> dict[str, Any]:
+        """No offsets yet: read the current position and every table's schema together."""
+        assert self.info is not None
+        locked = server.try_global_read_lock(ctl)
+        try:
+            position = server.current_position(ctl, self.info)
+            tables = {}
+            for database, table in server.list_tables(ctl):
+                table_id = TableId(database, table)
+                if self.only_captured_ddl and not self.tables_filter.captures(table_id):
+                    continue
+                statement = server.show_create_table(ctl, database, table)
+                try:
+                    tables[table_id] = ddl.parse_create_table(statement, database)
+                except ddl.UnparseableDdlError as exc:
+                    if self.tables_filter.captures(table_id):
+                        raise TidemarkError(
+                            f"cannot read the definition of captured table {table_id}: {exc}"
+                        ) from None
+                    log.warning("skipping the schema of %s (not captured): %s", table_id, exc)
+        finally:
+            if locked:
+                server.release_read_lock(ctl)
+        if not locked:
+            log.warning("no RELOAD privilege: read the schema without a global read lock")
+        self.tables = tables
+        self._set_gtids(position.gtids)
+        self.file = position.file
+        pos = self._position(position.pos)
+        self.history.start(self.tables, pos)
+        return pos
+
+    def _resume(self, ctl: pymysql.Connection, offset: Mapping[str, Any]) -> dict[str, Any]:
+        position = dict(offset["source"])
+        if position.get("flavor") not in (None, self._flavor()):
+            raise TidemarkError(
+                f"the offsets were written for a {position.get('flavor')} server but this is {self._flavor()}"
+            )
+        self.tables = self.history.recover(int(offset.get("schema_seq", 0)), self._replay)
+        self.epoch = int(position.get("epoch", 0))
+        self._set_gtids(position.get("gtids"))
+        self.file = position["file"]
+        if not self._use_gtids() and position["file"] not in server.binlog_files(ctl):
+            raise self._purged(position)
+        return position
+
+    def _flavor(self) -> str:
+        assert self.info is not None
+        return "mariadb" if self.info.mariadb else "mysql"
+
+    def _use_gtids(self) -> bool:
+        return self.info is not None and self.info.gtid_mode and self.gtids is not None
+
+    def _set_gtids(self, text: str | None) -> None:
+        assert self.info is not None
+        if self.info.mariadb:
+            self.gtids = MariaDbGtidState.parse(text)
+        elif self.info.gtid_mode:
+            self.gtids = MySqlGtidSet.parse(text)
+        else:
+            self.gtids = None
+
+    def _purged(self, position: Mapping[str, Any]) -> PositionLostError:
+        return PositionLostError(
+            f"the binlog position to resume from ({self.describe(position)}) is no longer on the server: the "
+            "binlog was purged (binlog_expire_logs_seconds / PURGE BINARY LOGS) while the connector was stopped. "
+            "Events in between are lost to the log. To recover, remove this connector's state folder (offsets "
+            "and schema history) and start again: capture restarts from the current position, and an "
+            "incremental snapshot re-reads the tables. Keep binlogs longer than the longest expected outage."
+        )
+
+    def _start_stream(self, position: dict[str, Any]) -> None:
+        assert self.info is not None
+        kwargs: dict[str, Any] = {
+            "connection_settings": self.params,
+            "server_id": self.server_id,
+            "blocking": True,
+            "resume_stream": True,
+            "slave_heartbeat": 1.0,
+            "is_mariadb": self.info.mariadb,
+            "only_events": [
+                MariadbGtidEvent,
+                GtidEvent,
+                QueryEvent,
+                XidEvent,
+                RotateEvent,
+                HeartbeatLogEvent,
+                WriteRowsEvent,
+                UpdateRowsEvent,
+                DeleteRowsEvent,
+            ],
+            "pymysql_wrapper": _OneConnection(),
+            "enable_logging": False,
+        }
+        if self._use_gtids():
+            kwargs["auto_position"] = str(self.gtids)
+        else:
+            kwargs["log_file"] = position["file"]
+            kwargs["log_pos"] = position["pos"]
+        try:
+            self._stream = BinLogStreamReader(**kwargs)
+            # The server checks the requested position when the dump starts: read one event
+            # now so a purged position fails at start, not somewhere in the reader thread.
+            self._first_event = self._stream.fetchone()
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] == ER_MASTER_FATAL_ERROR_READING_BINLOG:
+                raise self._purged(position) from None
+            raise SourceConnectionLost(f"cannot start reading the binlog: {exc}") from None
+        self.file = self._stream.log_file or self.file
+
+    def _note_query_start(self, event: Any) -> None:
+        """Without a GTID event, a statement's restart point is its own start."""
+        if not self._pending_gtid and not self._in_txn:
+            self._begin_pos = self._event_start(event)
+            self._restart = self._position(self._begin_pos)
+
+    # ------------------------------------------------------------------ events
+
+    def _position(self, pos: int) -> dict[str, Any]:
+        position: dict[str, Any] = {
+            "flavor": self._flavor(),
+            "file": self.file,
+            "pos": pos,
+            "epoch": self.epoch,
+        }
+        if self.gtids is not None:
+            position["gtids"] = str(self.gtids)
+        return position
+
+    def _handle(self, event: Any, stream: BinLogStreamReader, batch: list[LogItem]) -> None:
+        if isinstance(event, RotateEvent):
+            self.file = event.next_binlog
+            return
+        ts_ms = event.timestamp * 1000
+        if isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+            self._rows(event, batch, ts_ms)
+        elif isinstance(event, MariadbGtidEvent):
+            self._gtid(event.gtid, event, batch, ts_ms, begins=not (event.flags & 1))
+        elif isinstance(event, GtidEvent):
+            self._gtid(event.gtid, event, batch, ts_ms, begins=False)
+        elif isinstance(event, QueryEvent):
+            self._query(event, stream, batch, ts_ms)
+        elif isinstance(event, XidEvent):
+            self._commit(stream.log_pos, batch, ts_ms)
+
+    def _event_start(self, event: Any) -> int:
+        return event.packet.log_pos - event.event_size
+
+    def _gtid(self, gtid: str, event: Any, batch: list[LogItem], ts_ms: int, begins: bool) -> None:
+        """A GTID event starts a transaction (MariaDB) or names the next one (MySQL)."""
+        self._pending_gtid = gtid
+        self._begin_pos = self._event_start(event)
+        self._restart = self._position(self._begin_pos)
+        if begins:
+            self._begin(batch, ts_ms)
+
+    def _begin(self, batch: list[LogItem], ts_ms: int) -> None:
+        gtid = self._pending_gtid
+        if gtid is not None and self.gtids is not None:
+            after = self.gtids.with_gtid(gtid)
+            epoch = self.epoch if after.succeeds(self.gtids) else self.epoch + 1
+            self._txn_gtids = (after, epoch)
+            rank = after.rank()
+            txn_id = gtid
+        else:
+            epoch, rank = binlog_file_index(self.file), self._begin_pos
+            self._txn_gtids = None
+            txn_id = f"file={self.file},pos={self._begin_pos}"
+        self._in_txn = True
+        batch.append(TransactionBegin(txn_id, epoch, rank, ts_ms, self._restart))
+
+    def _commit(self, end_pos: int, batch: list[LogItem], ts_ms: int) -> None:
+        if not self._in_txn:
+            return
+        self._apply_txn_gtids()
+        self._in_txn = False
+        self._thread = None
+        batch.append(TransactionCommit(self._position(end_pos), ts_ms))
+
+    def _apply_txn_gtids(self) -> None:
+        if self._txn_gtids is not None:
+            self.gtids, self.epoch = self._txn_gtids
+            self._txn_gtids = None
+        self._pending_gtid = None
+
+    def _query(self, event: QueryEvent, stream: BinLogStreamReader, batch: list[LogItem], ts_ms: int) -> None:
+        query = event.query.strip()
+        upper = query[:10].upper()
+        if upper.startswith("BEGIN"):
+            if self._in_txn:
+                return
+            if not self._pending_gtid:
+                self._begin_pos = self._event_start(event)
+                self._restart = self._position(self._begin_pos)
+            self._thread = event.slave_proxy_id
+            self._begin(batch, ts_ms)
+            return
+        if upper.startswith("COMMIT"):
+            self._commit(stream.log_pos, batch, ts_ms)
+            return
+        if upper.startswith(("ROLLBACK", "SAVEPOINT", "XA ")):
+            return
+        self._note_query_start(event)
+        database = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
+        self._ddl(query, database or None, stream.log_pos, batch, ts_ms, event)
+
+    def _ddl(
+        self, query: str, database: str | None, end_pos: int, batch: list[LogItem], ts_ms: int, event: Any
+    ) -> None:
+        try:
+            outcome = ddl.apply_ddl(query, database, self.tables)
+        except ddl.UnparseableDdlError as exc:
+            if not self.skip_unparseable:
+                raise TidemarkError(
+                    f"cannot parse DDL at {self.file}:{self._event_start(event)}: {exc}. Set "
+                    "schema.history.internal.skip.unparseable.ddl=true to skip such statements (only if they do "
+                    "not change captured tables)"
+                ) from None
+            log.warning("skipping DDL the parser cannot read at %s:%s: %s", self.file, end_pos, exc)
+            outcome = None
+        gtid = self._pending_gtid
+        self._apply_txn_gtids_for_standalone(gtid)
+        position = self._position(end_pos)
+        if outcome is None or outcome.kind == "ignored":
+            batch.append(PositionAdvance(position, ts_ms))
+            return
+        if outcome.kind == "truncate_table":
+            for table_id in outcome.affected:
+                schema = self.tables.get(table_id)
+                if schema is not None and self.tables_filter.captures(table_id):
+                    self._truncate(schema, batch, ts_ms, gtid, end_pos)
+            batch.append(PositionAdvance(position, ts_ms))
+            return
+        self.tables = dict(outcome.tables)
+        self._checked.clear()
+        if self.only_captured_ddl and not any(self.tables_filter.captures(t) for t in outcome.affected):
+            batch.append(PositionAdvance(position, ts_ms))
+            return
+        seq = self.history.append(query, database, position, ts_ms)
+        self.history.maybe_checkpoint(self.tables, position)
+        source = self._source_block(database or "", None, ts_ms, gtid, end_pos, 0)
+        affected_schemas = tuple(self.tables[t] for t in outcome.affected if t in self.tables)
+        batch.append(
+            SchemaChange(
+                query,
+                database,
+                outcome.kind,
+                outcome.affected,
+                affected_schemas,
+                source,
+                position,
+                seq,
+                ts_ms,
+            )
+        )
+
+    def _truncate(
+        self, schema: TableSchema, batch: list[LogItem], ts_ms: int, gtid: str | None, end_pos: int
+    ) -> None:
+        """TRUNCATE is DDL in the log; Debezium emits it as an `op=t` event in its own transaction."""
+        restart = self._restart
+        txn_id = gtid or f"file={self.file},pos={end_pos}"
+        rank = self.gtids.rank() if self.gtids is not None else end_pos
+        epoch = self.epoch if self.gtids is not None else binlog_file_index(self.file)
+        batch.append(TransactionBegin(txn_id, epoch, rank, ts_ms, restart))
+        source = self._source_block(schema.id.database, schema.id.table, ts_ms, gtid, end_pos, 0)
+        batch.append(RowChange(schema, OP_TRUNCATE, None, None, source, ts_ms))
+        batch.append(TransactionCommit(self._position(end_pos), ts_ms))
+
+    def _apply_txn_gtids_for_standalone(self, gtid: str | None) -> None:
+        if gtid is not None and self.gtids is not None and not self._in_txn:
+            after = self.gtids.with_gtid(gtid)
+            self.epoch = self.epoch if after.succeeds(self.gtids) else self.epoch + 1
+            self.gtids = after
+        if not self._in_txn:
+            self._pending_gtid = None
+
+    def _rows(self, event: Any, batch: list[LogItem], ts_ms: int) -> None:
+        table_id = TableId(event.schema, event.table)
+        if not self.tables_filter.captures(table_id) and str(table_id) != self.signal_table:
+            return
+        schema = self._schema_for(event, table_id)
+        if isinstance(event, WriteRowsEvent):
+            op = OP_CREATE
+        elif isinstance(event, UpdateRowsEvent):
+            op = OP_UPDATE
+        else:
+            op = OP_DELETE
+        start = self._event_start(event)
+        gtid = self._pending_gtid
+        try:
+            rows = event.rows
+        except Exception as exc:
+            self._decode_failure(table_id, start, exc)
+            return
+        for index, row in enumerate(rows):
+            if op == OP_UPDATE:
+                before = tuple(row["before_values"].values())
+                after = tuple(row["after_values"].values())
+            elif op == OP_CREATE:
+                before, after = None, tuple(row["values"].values())
+            else:
+                before, after = tuple(row["values"].values()), None
+            source = self._source_block(event.schema, event.table, ts_ms, gtid, start, index)
+            batch.append(RowChange(schema, op, before, after, source, ts_ms))
+
+    def _decode_failure(self, table_id: TableId, pos: int, exc: Exception) -> None:
+        message = f"cannot decode a row event of {table_id} at {self.file}:{pos}: {exc}"
+        if self.failure_mode == "fail":
+            raise TidemarkError(message + " (event.processing.failure.handling.mode=fail)") from None
+        if self.failure_mode == "warn":
+            log.warning("%s; skipped", message)
+
+    def _schema_for(self, event: Any, table_id: TableId) -> TableSchema:
+        """The timeline's schema, checked once per table-map against its FULL metadata."""
+        schema = self.tables.get(table_id)
+        if schema is None:
+            raise SchemaMismatchError(
+                f"row event for {table_id} at {self.file}, but the schema history has no definition of it; "
+                "the history is incomplete (was it created with store.only.captured.tables.ddl while the capture "
+                "list changed?). Reset the connector's state to rebuild it from the current schema."
+            )
+        key = (event.table_id, id(event.columns))
+        if self._checked.get(key) is schema:
+            return schema
+        names = [c.name for c in event.columns]
+        expected = list(schema.column_names)
+        if len(names) != len(expected) or any(
+            n is not None and not n.startswith("UNKNOWN_COL") and n.lower() != e.lower()
+            for n, e in zip(names, expected, strict=False)
+        ):
+            raise SchemaMismatchError(
+                f"the binlog's table map for {table_id} at {self.file} has columns {names}, but the schema "
+                f"history says {expected}; refusing to decode rows with the wrong columns. A DDL statement was "
+                "probably missed (applied with sql_log_bin=0?). Reset the connector's state to rebuild the "
+                "history from the current schema."
+            )
+        self._checked[key] = schema
+        return schema
+
+    def _source_block(
+        self, db: str, table: str | None, ts_ms: int, gtid: str | None, pos: int, row: int
+    ) -> dict[str, Any]:
+        return {
+            "version": TIDEMARK_VERSION,
+            "connector": "mysql",
+            "name": self.name,
+            "ts_ms": ts_ms,
+            "snapshot": "false",
+            "db": db,
+            "sequence": None,
+            "ts_us": ts_ms * 1000,
+            "ts_ns": ts_ms * 1_000_000,
+            "table": table,
+            "server_id": self.info.server_id if self.info else 0,
+            "gtid": gtid,
+            "file": self.file,
+            "pos": pos,
+            "row": row,
+            "thread": self._thread,
+            "query": None,
+        }
+
+    def _replay(
+        self, entry: dict[str, Any], tables: Mapping[TableId, TableSchema]
+    ) -> Mapping[TableId, TableSchema]:
+        """Re-apply one stored DDL entry while recovering the timeline."""
+        return ddl.apply_ddl(entry["ddl"], entry.get("database"), tables).tables

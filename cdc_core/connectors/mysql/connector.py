@@ -1,0 +1,51 @@
+"""The MySQL/MariaDB connector's entry point: its own properties and its log reader."""
+
+from __future__ import annotations
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.config.properties import Property
+from cdc_core.connectors.mysql.binlog_source import BinlogSource
+from cdc_core.schema.history import SchemaHistory
+
+PROPERTIES: list[Property] = [
+    Property(
+        "database.server.id",
+        "int",
+        required=True,
+        minimum=1,
+        description="Replication client id; unique among every replica and CDC client of the server.",
+    ),
+    Property(
+        "decimal.handling.mode",
+        "enum",
+        default="precise",
+        choices=("precise", "string", "double"),
+        description="DECIMAL as Connect Decimal (exact), as a string, or as a double.",
+    ),
+    Property(
+        "bigint.unsigned.handling.mode",
+        "enum",
+        default="long",
+        choices=("long", "precise"),
+        description="BIGINT UNSIGNED as int64 (values over 2^63-1 wrap, as in Debezium) or as Decimal.",
+    ),
+    Property(
+        "time.precision.mode",
+        "enum",
+        default="adaptive_time_microseconds",
+        choices=("adaptive_time_microseconds", "adaptive", "connect"),
+        description="Temporal types: Debezium's adaptive types keeping fractional seconds, or Connect's "
+        "millisecond types.",
+    ),
+    Property(
+        "binary.handling.mode",
+        "enum",
+        default="bytes",
+        choices=("bytes", "base64", "base64-url-safe", "hex"),
+        description="BINARY/VARBINARY/BLOB as bytes (base64 in JSON), or as base64 / base64-url-safe / hex strings.",
+    ),
+]
+
+
+def create_source(config: ConnectorConfig, history: SchemaHistory) -> BinlogSource:
+    return BinlogSource(config, history)

@@ -1,0 +1,133 @@
+"""What the streamer asks the MySQL/MariaDB server directly (not through the binlog):
+its CDC settings, the current log position, and table definitions.
+
+Every check that can fail at start fails here, with a message that says which server
+setting is wrong and what to set it to, before a single event is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql
+
+from cdc_core.errors import TidemarkError
+
+
+class ServerConfigError(TidemarkError):
+    """The server is not configured for row-based CDC."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    version: str
+    mariadb: bool
+    gtid_mode: bool
+    server_id: int
+
+
+@dataclass(frozen=True)
+class LogPosition:
+    file: str
+    pos: int
+    gtids: str | None
+
+
+REQUIRED = {
+    "log_bin": ("ON", "1"),
+    "binlog_format": ("ROW",),
+    "binlog_row_image": ("FULL",),
+    "binlog_row_metadata": ("FULL",),
+}
+
+
+def connect(params: dict[str, Any], **extra: Any) -> pymysql.Connection:
+    return pymysql.connect(**params, autocommit=True, connect_timeout=10, **extra)
+
+
+def inspect_server(conn: pymysql.Connection) -> ServerInfo:
+    """Check the binlog settings CDC needs; raise ServerConfigError naming each problem."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION(), @@server_id")
+        version, server_id = cur.fetchone()
+        mariadb = "mariadb" in version.lower()
+        problems = []
+        for name, allowed in REQUIRED.items():
+            cur.execute("SHOW GLOBAL VARIABLES LIKE %s", (name,))
+            row = cur.fetchone()
+            value = None if row is None else str(row[1]).upper()
+            if value not in allowed:
+                problems.append(f"{name}={value or 'unsupported'} (need {allowed[0]})")
+        if mariadb:
+            gtid_mode = True
+        else:
+            cur.execute("SHOW GLOBAL VARIABLES LIKE 'gtid_mode'")
+            row = cur.fetchone()
+            gtid_mode = bool(row) and str(row[1]).upper() == "ON"
+    if problems:
+        raise ServerConfigError(
+            "the server is not configured for row-based change data capture: "
+            + "; ".join(problems)
+            + ". Set these in the server configuration (binlog_row_metadata=FULL needs MySQL 8.0.1+ or "
+            "MariaDB 10.5+) and restart it."
+        )
+    return ServerInfo(version=version, mariadb=mariadb, gtid_mode=gtid_mode, server_id=int(server_id))
+
+
+def current_position(conn: pymysql.Connection, info: ServerInfo) -> LogPosition:
+    with conn.cursor() as cur:
+        cur.execute("SHOW MASTER STATUS")
+        row = cur.fetchone()
+        if row is None:
+            raise ServerConfigError("SHOW MASTER STATUS returned nothing: binary logging is off")
+        gtids = None
+        if info.mariadb:
+            cur.execute("SELECT @@gtid_binlog_pos")
+            gtids = cur.fetchone()[0] or ""
+        elif info.gtid_mode:
+            gtids = row[4] if len(row) > 4 else None
+    return LogPosition(file=row[0], pos=int(row[1]), gtids=gtids)
+
+
+def binlog_files(conn: pymysql.Connection) -> list[str]:
+    with conn.cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        return [r[0] for r in cur.fetchall()]
+
+
+def list_tables(conn: pymysql.Connection) -> list[tuple[str, str]]:
+    """Every base table outside the system schemas."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
+            "AND TABLE_SCHEMA NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema') "
+            "ORDER BY TABLE_SCHEMA, TABLE_NAME"
+        )
+        return [(r[0], r[1]) for r in cur.fetchall()]
+
+
+def show_create_table(conn: pymysql.Connection, database: str, table: str) -> str:
+    with conn.cursor() as cur:
+        cur.execute(f"SHOW CREATE TABLE {quote(database)}.{quote(table)}")
+        return cur.fetchone()[1]
+
+
+def quote(identifier: str) -> str:
+    return "`" + identifier.replace("`", "``") + "`"
+
+
+def try_global_read_lock(conn: pymysql.Connection) -> bool:
+    """FLUSH TABLES WITH READ LOCK, so the position and the schemas read under it agree.
+    Returns False (and the caller reads without the lock) when the user lacks RELOAD."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute("FLUSH TABLES WITH READ LOCK")
+        return True
+    except pymysql.err.OperationalError:
+        return False
+
+
+def release_read_lock(conn: pymysql.Connection) -> None:
+    with conn.cursor() as cur:
+        cur.execute("UNLOCK TABLES")

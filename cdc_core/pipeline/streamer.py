@@ -1,0 +1,379 @@
+"""The long-running streamer: log reader → bounded queue → dispatcher → sink → offsets.
+
+The reader runs in its own thread so a slow sink applies backpressure through the
+bounded queue (`max.queue.size`) instead of growing memory. Offsets are committed only
+from sink acknowledgements. Every failure takes the same way out: wait for what was
+sent to be acknowledged, commit, and either restart the reader from the committed
+offset (the database went away) or stop with a message (anything a retry cannot fix).
+SIGTERM/SIGINT stop gracefully: flush, commit, exit 0.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.registry import connector_module
+from cdc_core.errors import SourceUnavailableError, TidemarkError
+from cdc_core.events.envelope import Record
+from cdc_core.offsets.store import FileOffsetStore, KafkaOffsetStore, OffsetStore
+from cdc_core.pipeline.ack_tracker import AckTracker
+from cdc_core.pipeline.dispatcher import Dispatcher
+from cdc_core.schema.history import SchemaHistory
+from cdc_core.sinks.base import Sink
+from cdc_core.source import Source
+
+log = logging.getLogger("tidemark.streamer")
+
+_END = object()
+
+
+@dataclass
+class _Failure:
+    error: BaseException
+
+
+class LeaseError(TidemarkError):
+    """Another streamer for this connector holds its lease."""
+
+
+class Lease:
+    """One streamer per connector: an exclusive lock on a file in its state folder.
+
+    The kernel drops the lock when the process dies, however it dies, so a crashed
+    streamer never blocks its successor.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
+            os.close(self._fd)
+            raise LeaseError(
+                f"another streamer for this connector is running (pid {holder or 'unknown'}; lease {path})"
+            ) from None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, str(os.getpid()).encode(), 0)
+
+    def release(self) -> None:
+        os.close(self._fd)
+
+
+class StateLayout:
+    """Where a connector keeps its state: offsets, schema history, lease, status."""
+
+    def __init__(self, config: ConnectorConfig) -> None:
+        self.root = config.state_directory()
+        self.offsets = self.root / "offsets.json"
+        self.history = self.root / "schema_history"
+        self.lease = self.root / "streamer.lock"
+        self.status = self.root / "status.json"
+
+
+def open_offset_store(config: ConnectorConfig, layout: StateLayout) -> OffsetStore:
+    if config.get("offset.storage") == "kafka":
+        topic = config.get("offset.storage.topic") or f"{config.topic_prefix}.offsets"
+        servers = config.get("sink.kafka.bootstrap.servers")
+        if not servers:
+            raise TidemarkError("offset.storage=kafka needs sink.kafka.bootstrap.servers")
+        return KafkaOffsetStore(servers, topic, config.name)
+    return FileOffsetStore(layout.offsets, config.name)
+
+
+def open_sink(config: ConnectorConfig, on_ack: Callable[[int], None]) -> Sink:
+    if config.get("sink.type") == "kafka":
+        from cdc_core.sinks.kafka_sink import KafkaSink
+
+        servers = config.get("sink.kafka.bootstrap.servers")
+        if not servers:
+            raise TidemarkError("sink.type=kafka needs sink.kafka.bootstrap.servers")
+        extra = {groups[0]: value for groups, value in config.family("sink.kafka.producer.*")}
+        return KafkaSink(servers, on_ack, extra)
+    from cdc_core.sinks.local_sink import LocalLogSink
+
+    return LocalLogSink(local_log_directory(config), on_ack)
+
+
+def local_log_directory(config: ConnectorConfig) -> Path:
+    configured = config.get("sink.local.directory")
+    if configured:
+        return Path(configured)
+    return config.state_directory().parent.parent / "eventlog" / config.name
+
+
+class Streamer:
+    """Runs one connector until stopped (or for a bounded time / number of events)."""
+
+    def __init__(self, config: ConnectorConfig, status_line: bool = False) -> None:
+        self.config = config
+        self.layout = StateLayout(config)
+        self.status_line = status_line
+        self.batch_size = config.get("max.batch.size")
+        self.queue_batches = max(2, config.get("max.queue.size") // self.batch_size)
+        self.flush_interval = config.get("offset.flush.interval.ms") / 1000
+        self.heartbeat_interval = config.get("heartbeat.interval.ms") / 1000
+        self._stop = threading.Event()
+        self.tracker = AckTracker()
+        self.committed: dict[str, Any] | None = None
+        self.events_total = 0
+        self.exit_reason = ""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def request_stop(self, *_: Any) -> None:
+        self._stop.set()
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+
+    def run(self, max_seconds: float | None = None, stop_when_idle: float | None = None) -> int:
+        """Stream until stopped. `max_seconds` bounds the run; `stop_when_idle` stops after
+        the log has been idle (and everything acknowledged) that long. Returns the exit code."""
+        lease = Lease(self.layout.lease)
+        self.offsets = open_offset_store(self.config, self.layout)
+        try:
+            self.sink = open_sink(self.config, self.tracker.ack)
+            try:
+                return self._run(max_seconds, stop_when_idle)
+            finally:
+                self.sink.close()
+        finally:
+            self.offsets.close()
+            lease.release()
+
+    def _new_source(self) -> Source:
+        history = SchemaHistory(
+            self.layout.history, self.config.get("schema.history.internal.checkpoint.interval")
+        )
+        module = connector_module(self.config.get("connector.class"))
+        return module.create_source(self.config, history)
+
+    def _run(self, max_seconds: float | None, stop_when_idle: float | None) -> int:
+        started = time.monotonic()
+        deadline = None if max_seconds is None else started + max_seconds
+        retries = 0
+        max_retries = self.config.get("errors.max.retries")
+        delay = self.config.get("errors.retry.delay.initial.ms") / 1000
+        max_delay = self.config.get("errors.retry.delay.max.ms") / 1000
+        self.committed = self.offsets.load()
+        while True:
+            source = self._new_source()
+            try:
+                source.open(self.committed)
+            except TidemarkError as exc:
+                source.close()
+                if (
+                    not _retriable(exc)
+                    or (max_retries >= 0 and retries >= max_retries)
+                    or self._stop.is_set()
+                ):
+                    return self._fail(exc)
+                retries += 1
+                log.warning("%s; retrying in %.1fs (attempt %d)", exc, delay, retries)
+                self._stop.wait(delay)
+                delay = min(delay * 2, max_delay)
+                continue
+            self.source = source
+            outcome = self._stream(source, deadline, stop_when_idle)
+            source.close()
+            if isinstance(outcome, _Failure):
+                exc = outcome.error
+                if _retriable(exc) and not self._stop.is_set() and (max_retries < 0 or retries < max_retries):
+                    retries += 1
+                    log.warning("%s; reconnecting from the committed offset in %.1fs", exc, delay)
+                    self._stop.wait(delay)
+                    delay = min(delay * 2, max_delay)
+                    continue
+                return self._fail(exc)
+            return 0 if outcome else 1
+
+    def _fail(self, exc: BaseException) -> int:
+        self.exit_reason = str(exc)
+        self._write_status("failed", error=str(exc))
+        if isinstance(exc, TidemarkError):
+            log.error("%s", exc)
+            return 1
+        raise exc
+
+    # ------------------------------------------------------------------ the loop
+
+    def _stream(
+        self, source: Source, deadline: float | None, stop_when_idle: float | None
+    ) -> bool | _Failure:
+        """One reader session. True: stopped cleanly; False: could not deliver everything;
+        _Failure: the reader or the sink failed (after committing what was acknowledged)."""
+        dispatcher = Dispatcher(self.config, source, self.tracker, resume=self.committed)
+        self.dispatcher = dispatcher
+        batches: queue.Queue[Any] = queue.Queue(maxsize=self.queue_batches)
+        reader = threading.Thread(target=self._read, args=(source, batches), name="log-reader", daemon=True)
+        reader.start()
+        last_commit = last_status = last_heartbeat = time.monotonic()
+        last_activity = time.monotonic()
+        window_start, window_events = time.monotonic(), 0
+        failure: _Failure | None = None
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    break
+                try:
+                    item = batches.get(timeout=0.2)
+                except queue.Empty:
+                    item = None
+                if item is _END:
+                    break
+                if isinstance(item, _Failure):
+                    failure = item
+                    break
+                if item:
+                    before = dispatcher.stats.events
+                    records = dispatcher.process(item)
+                    if records:
+                        self.sink.send(records)
+                    produced = dispatcher.stats.events - before
+                    self.events_total += produced
+                    window_events += produced
+                    if produced:
+                        last_activity = now
+                self.sink.poll()
+                if self.heartbeat_interval and now - last_heartbeat >= self.heartbeat_interval:
+                    self._heartbeat()
+                    last_heartbeat = now
+                if now - last_commit >= self.flush_interval:
+                    self._commit()
+                    last_commit = now
+                if now - last_status >= 2.0:
+                    rate = window_events / max(now - window_start, 1e-6)
+                    self._report(rate)
+                    window_start, window_events, last_status = now, 0, now
+                if (
+                    stop_when_idle is not None
+                    and now - last_activity >= stop_when_idle
+                    and batches.empty()
+                    and self.tracker.outstanding == 0
+                ):
+                    break
+        except TidemarkError as exc:
+            failure = _Failure(exc)
+        finally:
+            source.stop()
+            self._drain(batches)
+            reader.join(timeout=10)
+        delivered = self._finish()
+        if failure is not None:
+            return failure
+        return delivered
+
+    def _read(self, source: Source, batches: queue.Queue[Any]) -> None:
+        try:
+            for batch in source.read():
+                while not self._stop.is_set():
+                    try:
+                        batches.put(batch, timeout=0.5)
+                        break
+                    except queue.Full:
+                        continue
+                if self._stop.is_set():
+                    return
+        except BaseException as exc:  # handed to the main thread, which decides
+            self._put_last(batches, _Failure(exc))
+            return
+        self._put_last(batches, _END)
+
+    def _put_last(self, batches: queue.Queue[Any], item: Any) -> None:
+        while True:
+            try:
+                batches.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                if self._stop.is_set():
+                    return
+
+    def _drain(self, batches: queue.Queue[Any]) -> None:
+        """Let a reader blocked on a full queue finish; its batches are re-read after restart."""
+        try:
+            while True:
+                batches.get_nowait()
+        except queue.Empty:
+            pass
+
+    def _finish(self) -> bool:
+        """Wait for acknowledgements of everything sent, then commit."""
+        delivered = self.sink.flush(timeout=30)
+        self._commit()
+        if not delivered:
+            log.error(
+                "%d record(s) were not acknowledged before shutdown; they will be sent again on restart",
+                self.tracker.outstanding,
+            )
+        return delivered
+
+    def _commit(self) -> None:
+        offset = self.tracker.take_committable()
+        if offset is not None:
+            self.offsets.commit(offset)
+            self.committed = offset
+
+    def _heartbeat(self) -> None:
+        prefix = self.config.topic_prefix
+        topic = f"{self.config.get('topic.heartbeat.prefix')}.{prefix}"
+        key = orjson.dumps({"serverName": prefix})
+        value = orjson.dumps({"ts_ms": int(time.time() * 1000)})
+        entry = self.tracker.add(None, 1)
+        self.sink.send([(Record(topic, key, value), entry)])
+
+    # ------------------------------------------------------------------ status
+
+    def _report(self, rate: float) -> None:
+        stats = self.dispatcher.stats
+        lag_ms = None
+        if stats.last_source_ts_ms is not None:
+            lag_ms = max(0, int(time.time() * 1000) - stats.last_source_ts_ms)
+        position = self.source.describe(self.committed["source"]) if self.committed else "-"
+        self._write_status("running", rate=rate, lag_ms=lag_ms)
+        if self.status_line:
+            lag = "-" if lag_ms is None else f"{lag_ms / 1000:.1f}s"
+            sys.stderr.write(
+                f"\r{self.config.name}: {rate:9.0f} events/s  total {self.events_total}  lag {lag}  at {position}   "
+            )
+            sys.stderr.flush()
+
+    def _write_status(self, state: str, **extra: Any) -> None:
+        stats = getattr(getattr(self, "dispatcher", None), "stats", None)
+        doc = {
+            "connector": self.config.name,
+            "state": state,
+            "pid": os.getpid(),
+            "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "events_total": self.events_total,
+            "per_table": dict(stats.per_table) if stats else {},
+            "committed": self.committed,
+            **extra,
+        }
+        self.layout.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.layout.status.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps(doc, default=str))
+        os.replace(tmp, self.layout.status)
+
+
+def _retriable(exc: BaseException) -> bool:
+    """Connection trouble is retried from the committed offset; everything else stops."""
+    return isinstance(exc, SourceUnavailableError)

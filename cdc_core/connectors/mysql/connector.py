@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
-from cdc_core.connectors.mysql.binlog_source import BinlogSource
 from cdc_core.schema.history import SchemaHistory
+
+if TYPE_CHECKING:
+    from cdc_core.connectors.mysql.binlog_source import BinlogSource
 
 PROPERTIES: list[Property] = [
     Property(
@@ -48,4 +52,7 @@ PROPERTIES: list[Property] = [
 
 
 def create_source(config: ConnectorConfig, history: SchemaHistory) -> BinlogSource:
+    # Imported here so reading the properties (config validation) needs no driver.
+    from cdc_core.connectors.mysql.binlog_source import BinlogSource
+
     return BinlogSource(config, history)

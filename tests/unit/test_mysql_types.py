@@ -1,0 +1,126 @@
+"""Binlog values → Debezium's MySQL representation, per handling mode."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+
+import pytest
+
+from cdc_core.connectors.mysql.types import TypeModes, map_column
+from cdc_core.errors import UnsupportedTypeError
+from cdc_core.schema.model import Column
+
+DEFAULT = TypeModes()
+
+
+def conv(column: Column, value, modes: TypeModes = DEFAULT):
+    return map_column(column, modes).convert(value)
+
+
+def schema(column: Column, modes: TypeModes = DEFAULT):
+    return map_column(column, modes).schema
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "expected", "connect_type"),
+    [
+        (Column("a", "TINYINT"), -5, -5, "int16"),
+        (Column("a", "TINYINT", unsigned=True), 250, 250, "int16"),
+        (Column("a", "SMALLINT", unsigned=True), 65000, 65000, "int32"),
+        (Column("a", "INT"), -7, -7, "int32"),
+        (Column("a", "INT", unsigned=True), 4000000000, 4000000000, "int64"),
+        (Column("a", "INT", unsigned=True), -294967296, 4000000000, "int64"),  # signedness not in metadata
+        (Column("a", "BIGINT"), -(2**63), -(2**63), "int64"),
+        (Column("a", "BIGINT", unsigned=True), 2**64 - 1, -1, "int64"),  # long mode wraps, as Debezium
+        (Column("a", "FLOAT"), 1.100000023841858, 1.1, "float32"),
+        (Column("a", "DOUBLE"), 2.2, 2.2, "float64"),
+        (Column("a", "YEAR"), 2024, 2024, "int32"),
+        (Column("a", "BIT", length=1), "1", True, "boolean"),
+        (Column("a", "VARCHAR", length=20, charset="utf8mb4"), "ünï😀", "ünï😀", "string"),
+        (Column("a", "VARCHAR", length=20, charset="latin1"), b"caf\xe9", "café", "string"),
+        (Column("a", "ENUM", enum_values=("a", "b c", "d'q")), "d'q", "d'q", "string"),
+        (Column("a", "SET", enum_values=("x", "y", "z")), {"z", "x"}, "x,z", "string"),
+        (Column("a", "JSON"), '{"k": [1, 2.5]}', '{"k": [1, 2.5]}', "string"),
+    ],
+)
+def test_basic_types(column, value, expected, connect_type):
+    assert conv(column, value) == expected
+    assert schema(column)["type"] == connect_type
+
+
+def test_decimal_modes():
+    col = Column("price", "DECIMAL", length=10, scale=2)
+    value = decimal.Decimal("12345678.91")
+    encoded = conv(col, value)
+    unscaled = int.from_bytes(base64.b64decode(encoded), "big", signed=True)
+    assert unscaled == 1234567891
+    assert schema(col)["parameters"] == {"scale": "2", "connect.decimal.precision": "10"}
+    assert int.from_bytes(base64.b64decode(conv(col, decimal.Decimal("-0.01"))), "big", signed=True) == -1
+    assert conv(col, decimal.Decimal("-1E-10"), TypeModes(decimal="string")) == "-0.0000000001"
+    assert conv(col, value, TypeModes(decimal="double")) == pytest.approx(12345678.91)
+
+
+def test_bigint_unsigned_precise():
+    col = Column("n", "BIGINT", unsigned=True)
+    encoded = conv(col, 2**64 - 1, TypeModes(bigint_unsigned="precise"))
+    assert int.from_bytes(base64.b64decode(encoded), "big", signed=True) == 2**64 - 1
+
+
+def test_temporal_adaptive_time_microseconds():
+    assert conv(Column("d", "DATE"), dt.date(2024, 2, 29)) == 19782
+    assert schema(Column("d", "DATE"))["name"] == "io.debezium.time.Date"
+    assert conv(Column("t", "DATETIME"), dt.datetime(1970, 1, 1, 0, 0, 1)) == 1000
+    assert schema(Column("t", "DATETIME", length=3))["name"] == "io.debezium.time.Timestamp"
+    assert (
+        conv(Column("t", "DATETIME", length=6), dt.datetime(2024, 2, 29, 23, 59, 59, 123456))
+        == 1709251199123456
+    )
+    assert schema(Column("t", "DATETIME", length=6))["name"] == "io.debezium.time.MicroTimestamp"
+    neg = dt.timedelta(days=-35, seconds=3600, microseconds=1)  # -838:59:59.999999
+    assert conv(Column("t", "TIME", length=6), neg) == -3020399999999
+    assert schema(Column("t", "TIME"))["name"] == "io.debezium.time.MicroTime"
+    ts = Column("ts", "TIMESTAMP", length=3)
+    assert conv(ts, dt.datetime(2024, 1, 2, 3, 4, 5, 678000)) == "2024-01-02T03:04:05.678Z"
+    assert conv(Column("ts", "TIMESTAMP"), dt.datetime(2024, 1, 2, 3, 4, 5)) == "2024-01-02T03:04:05Z"
+
+
+def test_temporal_connect_mode_and_adaptive_time():
+    connect = TypeModes(time_precision="connect")
+    assert conv(Column("t", "DATETIME", length=6), dt.datetime(1970, 1, 1, 0, 0, 1, 999999), connect) == 1999
+    assert schema(Column("t", "TIME"), connect)["name"] == "org.apache.kafka.connect.data.Time"
+    adaptive = TypeModes(time_precision="adaptive")
+    assert conv(Column("t", "TIME", length=3), dt.timedelta(seconds=1, microseconds=500000), adaptive) == 1500
+
+
+def test_zero_date_in_a_not_null_column_becomes_the_epoch():
+    assert conv(Column("d", "DATE", nullable=False), None) == 0
+    assert conv(Column("d", "DATE"), None) is None
+
+
+def test_binary_modes():
+    col = Column("b", "VARBINARY", length=10)
+    assert conv(col, b"\xca\xfe") == base64.b64encode(b"\xca\xfe").decode()
+    assert schema(col)["type"] == "bytes"
+    assert conv(col, b"\xca\xfe", TypeModes(binary="hex")) == "cafe"
+    assert schema(col, TypeModes(binary="hex"))["type"] == "string"
+    assert conv(col, b"\xfb\xff", TypeModes(binary="base64-url-safe")) == "-_8="
+    padded = conv(Column("b", "BINARY", length=4), b"\x00\xff")
+    assert base64.b64decode(padded) == b"\x00\xff\x00\x00"
+
+
+def test_bits_geometry_uuid_inet():
+    bits = conv(Column("b", "BIT", length=10), "1000000001")
+    assert base64.b64decode(bits) == (513).to_bytes(2, "little")
+    point = b"\x00\x00\x00\x00\x01\x01\x00\x00\x00" + b"\x00" * 7 + b"\xf0?" + b"\x00" * 7 + b"@"
+    geometry = conv(Column("g", "POINT"), point)
+    assert geometry["srid"] is None and base64.b64decode(geometry["wkb"])[:1] == b"\x01"
+    raw_uuid = bytes.fromhex("123e4567e89b12d3a456426614174000")
+    assert conv(Column("u", "UUID"), raw_uuid) == "123e4567-e89b-12d3-a456-426614174000"
+    assert conv(Column("i", "INET6"), b"\x00" * 15 + b"\x01") == "::1"
+
+
+def test_unknown_type_names_the_column_and_the_way_out():
+    with pytest.raises(UnsupportedTypeError, match="column v: type VECTOR has no event mapping; exclude"):
+        map_column(Column("v", "VECTOR"), DEFAULT)

@@ -1,0 +1,158 @@
+"""Run the real streamer against the project's MariaDB and read what it produced.
+
+Used by the integration tests, the correctness harness and the demo checks: write a
+connector file for a test database, run `tidemark stream` in-process or as a child
+process (so it can be SIGTERMed or `kill -9`ed), and read back the embedded event log.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pymysql
+
+from cdc_core.config.connector_config import ConnectorConfig, load_config
+
+
+@dataclass
+class Connector:
+    path: Path
+    state: Path
+    eventlog: Path
+    prefix: str
+
+    def config(self) -> ConnectorConfig:
+        return load_config(self.path)
+
+
+def write_connector(
+    directory: Path,
+    database: str,
+    extra: dict[str, Any] | None = None,
+    prefix: str = "tm",
+    port: int | None = None,
+) -> Connector:
+    """A connector file capturing `database.*`, with its state and log under `directory`."""
+    state = directory / "state"
+    eventlog = directory / "eventlog"
+    props: dict[str, Any] = {
+        "name": f"test-{database}",
+        "connector.class": "mysql",
+        "topic.prefix": prefix,
+        "database.hostname": "127.0.0.1",
+        "database.port": port or int(os.environ["TIDEMARK_MARIADB_PORT"]),
+        "database.user": os.environ["TIDEMARK_DB_USER"],
+        "database.server.id": 6000 + (abs(hash(database)) % 1000),
+        "table.include.list": f"{database}\\..*",
+        "state.directory": str(state),
+        "sink.local.directory": str(eventlog),
+        "offset.flush.interval.ms": 100,
+        "errors.retry.delay.initial.ms": 100,
+        "errors.retry.delay.max.ms": 1000,
+        **(extra or {}),
+    }
+    path = directory / "connector.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(props, sort_keys=False))
+    return Connector(path, state, eventlog, prefix)
+
+
+@contextmanager
+def running_in_process(connector: Connector, **run_kwargs: Any) -> Iterator[Any]:
+    """The streamer in a background thread of this process; stopped on exit."""
+    from cdc_core.pipeline.streamer import Streamer
+
+    streamer = Streamer(connector.config())
+    result: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=lambda: result.setdefault("code", streamer.run(**run_kwargs)), daemon=True
+    )
+    thread.start()
+    wait_for(
+        lambda: streamer.layout.status.exists() or "code" in result or streamer.committed is not None, 30
+    )
+    try:
+        yield streamer
+    finally:
+        streamer.request_stop()
+        thread.join(60)
+        assert not thread.is_alive(), "streamer did not stop"
+    streamer.exit_code = result.get("code")
+
+
+def start_process(connector: Connector, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
+    out = open(log or connector.path.with_suffix(".log"), "ab")
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cdc_core.cli",
+            "stream",
+            "--config",
+            str(connector.path),
+            "--status-line",
+            "never",
+            *args,
+        ],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env=os.environ.copy(),
+    )
+
+
+def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+    proc.send_signal(sig)
+    return proc.wait(timeout)
+
+
+def wait_for(predicate: Any, timeout: float, interval: float = 0.1, message: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+def read_log(connector: Connector, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:
+    """(key, value, headers) of every record of a topic in the embedded log; None for tombstones."""
+    from cdc_core.sinks.local_log import LocalEventLog
+
+    log = LocalEventLog.reader(connector.eventlog) if hasattr(LocalEventLog, "reader") else None
+    records = []
+    source = log if log is not None else LocalEventLog(connector.eventlog, lock=False)  # type: ignore[call-arg]
+    for rec in source.read(topic):
+        records.append(
+            (
+                orjson.loads(rec.key) if rec.key else None,
+                orjson.loads(rec.value) if rec.value else None,
+                rec.headers,
+            )
+        )
+    return records
+
+
+def payloads(connector: Connector, topic: str) -> list[dict[str, Any]]:
+    """Change-event payloads of a topic (schema part stripped), tombstones dropped."""
+    out = []
+    for _, value, _ in read_log(connector, topic):
+        if value is None:
+            continue
+        out.append(value.get("payload", value) if "schema" in value else value)
+    return out
+
+
+def admin(params: dict[str, Any], database: str | None = None) -> pymysql.Connection:
+    return pymysql.connect(**params, database=database, autocommit=True)

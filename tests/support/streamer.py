@@ -93,23 +93,23 @@ def running_in_process(connector: Connector, **run_kwargs: Any) -> Iterator[Any]
 
 
 def start_process(connector: Connector, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
-    out = open(log or connector.path.with_suffix(".log"), "ab")
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cdc_core.cli",
-            "stream",
-            "--config",
-            str(connector.path),
-            "--status-line",
-            "never",
-            *args,
-        ],
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env=os.environ.copy(),
-    )
+    with open(log or connector.path.with_suffix(".log"), "ab") as out:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "cdc_core.cli",
+                "stream",
+                "--config",
+                str(connector.path),
+                "--status-line",
+                "never",
+                *args,
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
+        )
 
 
 def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 60) -> int:

@@ -194,6 +194,7 @@ class Streamer:
             self.source = source
             outcome = self._stream(source, deadline, stop_when_idle)
             source.close()
+            self._write_status("stopped")
             if isinstance(outcome, _Failure):
                 exc = outcome.error
                 if _retriable(exc) and not self._stop.is_set() and (max_retries < 0 or retries < max_retries):

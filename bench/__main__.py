@@ -1,0 +1,28 @@
+"""`python -m bench [NAME ...]`: run the named benchmarks (default: all)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "streamer": "bench.streamer_throughput",
+}
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHMARKS)
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(f"unknown benchmark(s) {unknown}; known: {', '.join(BENCHMARKS)}", file=sys.stderr)
+        return 2
+    for name in names:
+        print(f"=== {name} ===", flush=True)
+        code = importlib.import_module(BENCHMARKS[name]).main([])
+        if code:
+            return code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,280 @@
+"""Streamer throughput against its floors, measured in one run on the same binlog.
+
+1,000,000 row changes (60% inserts, 30% updates, 10% deletes on a 10-column table) are
+written once; then the same binlog range is read by
+  (a) a bare python-mysql-replication loop that only iterates the rows (the Python floor),
+  (b) `mariadb-binlog --read-from-remote-server` to /dev/null (the raw read limit),
+  (c) `tidemark stream` into the embedded local event log,
+  (d) `tidemark stream` into Kafka,
+and events/s and peak RSS are printed side by side, with (c) and (d) as ratios of (a).
+
+    python -m bench streamer [--changes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pymysql
+
+DB = "bench_stream"
+
+
+def admin() -> pymysql.Connection:
+    return pymysql.connect(
+        host="127.0.0.1",
+        port=int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
+        user=os.environ.get("TIDEMARK_ADMIN_USER", "tidemark_admin"),
+        password=os.environ.get("TIDEMARK_ADMIN_PASSWORD", "tidemark-admin-dev"),
+        autocommit=True,
+    )
+
+
+def cdc_params() -> dict[str, Any]:
+    return {
+        "host": "127.0.0.1",
+        "port": int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
+        "user": os.environ.get("TIDEMARK_DB_USER", "tidemark"),
+        "password": os.environ.get("TIDEMARK_DB_PASSWORD", "tidemark-dev"),
+    }
+
+
+def position(cur: Any) -> tuple[str, int, str]:
+    cur.execute("SHOW MASTER STATUS")
+    file, pos = cur.fetchone()[:2]
+    cur.execute("SELECT @@gtid_binlog_pos")
+    return file, int(pos), cur.fetchone()[0]
+
+
+def write_workload(changes: int) -> int:
+    """Returns the number of row changes written."""
+    inserts, updates = int(changes * 0.6), int(changes * 0.3)
+    deletes = changes - inserts - updates
+    conn = admin()
+    with conn.cursor() as cur:
+        batch = 1000
+        for start in range(1, inserts + 1, batch):
+            rows = ",".join(
+                f"({i},{i % 97},'name-{i}','city-{i % 50}',{i * 1.5},'2024-01-01 00:00:{i % 60:02d}',{i % 2},"
+                f"'note {i}',{i * 7},'x{i % 13}')"
+                for i in range(start, min(start + batch, inserts + 1))
+            )
+            cur.execute(f"INSERT INTO {DB}.t VALUES {rows}")
+        step = max(1, inserts // max(updates, 1))
+        done = 0
+        lo = 1
+        while done < updates:
+            n = min(batch, updates - done)
+            cur.execute(
+                f"UPDATE {DB}.t SET counter = counter + 1, note = 'updated' WHERE id BETWEEN {lo} AND {lo + n - 1}"
+            )
+            done += n
+            lo += n * step if lo + n * step < inserts else n
+        cur.execute(f"DELETE FROM {DB}.t WHERE id > {inserts - deletes}")
+    return inserts + updates + deletes
+
+
+def peak_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+BARE_LOOP = (
+    """
+import sys, time, resource
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent
+params = eval(sys.argv[1]); file, pos, end_file, end_pos = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+stream = BinLogStreamReader(connection_settings=params, server_id=9911, log_file=file, log_pos=pos, resume_stream=True,
+    blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent], is_mariadb=True, only_schemas=["%s"])
+t = time.perf_counter(); n = 0
+for e in stream:
+    for row in e.rows:
+        n += 1
+    if (stream.log_file, stream.log_pos) >= (end_file, end_pos):
+        break
+dt = time.perf_counter() - t
+stream.close()
+print(n, dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+    % DB
+)
+
+
+def run_bare_loop(start: tuple[str, int, str], end: tuple[str, int, str]) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-c", BARE_LOOP, repr(cdc_params()), start[0], str(start[1]), end[0], str(end[1])],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    n, seconds, rss = out.stdout.split()
+    return {"events": int(n), "seconds": float(seconds), "rss_mb": float(rss)}
+
+
+def run_mysqlbinlog(start: tuple[str, int, str], end: tuple[str, int, str]) -> dict[str, Any]:
+    tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
+    if tool is None:
+        raise SystemExit("mariadb-binlog not installed (make install)")
+    p = cdc_params()
+    cmd = [
+        "/usr/bin/time",
+        "-f",
+        "%M",
+        tool,
+        "--read-from-remote-server",
+        f"--host={p['host']}",
+        f"--port={p['port']}",
+        f"--user={p['user']}",
+        f"--password={p['password']}",
+        f"--start-position={start[1]}",
+        f"--stop-position={end[1]}",
+        start[0],
+    ]
+    t = time.perf_counter()
+    out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    seconds = time.perf_counter() - t
+    rss = float(out.stderr.strip().splitlines()[-1]) / 1024
+    return {"seconds": seconds, "rss_mb": rss}
+
+
+def run_streamer(
+    seed_state: Path, work: Path, sink: str, end: tuple[str, int, str], expected: int
+) -> dict[str, Any]:
+    state = work / f"state-{sink}"
+    shutil.copytree(seed_state, state)
+    config = work / f"connector-{sink}.yaml"
+    props = connector_props(state, work / f"log-{sink}")
+    if sink == "kafka":
+        props["sink.type"] = "kafka"
+        props["sink.kafka.bootstrap.servers"] = os.environ.get("TIDEMARK_KAFKA_BOOTSTRAP", "127.0.0.1:9092")
+        props["topic.prefix"] = f"bench{int(time.time())}"
+    import yaml
+
+    config.write_text(yaml.safe_dump(props))
+    t = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(config), "--status-line", "never"],
+        stdout=subprocess.DEVNULL,
+        stderr=open(work / f"streamer-{sink}.log", "wb"),  # noqa: SIM115 - closed with the process
+    )
+    offsets = state / "offsets.json"
+    rss = 0.0
+    while True:
+        rss = max(rss, peak_rss_mb(proc.pid))
+        if offsets.exists():
+            source = orjson.loads(offsets.read_bytes())["offset"]["source"]
+            if source.get("gtids") == end[2]:
+                break
+        if proc.poll() is not None:
+            raise SystemExit(f"streamer ({sink}) exited early; see {work / f'streamer-{sink}.log'}")
+        time.sleep(0.05)
+    seconds = time.perf_counter() - t
+    rss = max(rss, peak_rss_mb(proc.pid))
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+    status = orjson.loads((state / "status.json").read_bytes())
+    return {"seconds": seconds, "rss_mb": rss, "events": status["events_total"], "expected": expected}
+
+
+def connector_props(state: Path, log: Path) -> dict[str, Any]:
+    return {
+        "name": "bench",
+        "connector.class": "mysql",
+        "topic.prefix": "bench",
+        "database.hostname": "127.0.0.1",
+        "database.port": int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
+        "database.user": os.environ.get("TIDEMARK_DB_USER", "tidemark"),
+        "database.server.id": 9912,
+        "table.include.list": f"{DB}\\..*",
+        "state.directory": str(state),
+        "sink.local.directory": str(log),
+        "offset.flush.interval.ms": 200,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="tidemark-bench-"))
+    conn = admin()
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
+        cur.execute(f"CREATE DATABASE {DB}")
+        cur.execute(
+            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, counter INT, name VARCHAR(40), city VARCHAR(40), "
+            "amount DOUBLE, seen DATETIME, flag TINYINT, note VARCHAR(60), big BIGINT, code CHAR(4))"
+        )
+        cur.execute("FLUSH BINARY LOGS")
+    # First start of the streamer records the schema and the position before the workload.
+    seed = work / "seed-state"
+    seed_config = work / "seed.yaml"
+    import yaml
+
+    seed_config.write_text(yaml.safe_dump(connector_props(seed, work / "seed-log")))
+    subprocess.run(
+        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(seed_config), "--max-seconds", "3"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    with conn.cursor() as cur:
+        start = position(cur)
+    print(f"writing {args.changes:,} row changes ...", flush=True)
+    t = time.perf_counter()
+    written = write_workload(args.changes)
+    with conn.cursor() as cur:
+        end = position(cur)
+        cur.execute("FLUSH BINARY LOGS")
+    print(
+        f"written {written:,} in {time.perf_counter() - t:.1f}s; binlog {start[0]}:{start[1]} .. {end[0]}:{end[1]}"
+    )
+    if start[0] != end[0]:
+        print("note: the range spans binlog files; mariadb-binlog reads only the first one")
+
+    bare = run_bare_loop(start, end)
+    raw = run_mysqlbinlog(start, end)
+    local = run_streamer(seed, work, "local", end, written)
+    kafka = run_streamer(seed, work, "kafka", end, written)
+
+    def rate(result: dict[str, Any]) -> float:
+        return written / result["seconds"]
+
+    rows = [
+        ("mariadb-binlog to /dev/null (raw read)", raw),
+        ("bare python-mysql-replication loop", bare),
+        ("tidemark stream -> local event log", local),
+        ("tidemark stream -> Kafka", kafka),
+    ]
+    print(f"\n{'reader':42s} {'events/s':>10s} {'seconds':>8s} {'peak RSS MB':>12s} {'vs bare loop':>13s}")
+    for name, result in rows:
+        ratio = rate(result) / rate(bare)
+        print(
+            f"{name:42s} {rate(result):10,.0f} {result['seconds']:8.1f} {result['rss_mb']:12.0f} {ratio:12.0%}"
+        )
+    for name, result in (("local", local), ("kafka", kafka)):
+        if result["events"] != written:
+            print(f"WARNING: the {name} streamer emitted {result['events']} events for {written} changes")
+    print("\ntarget: the streamer reaches at least 60% of the bare loop with bounded memory")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -94,31 +94,19 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-BARE_LOOP = (
-    """
-import sys, time, resource
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.row_event import WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent
-params = eval(sys.argv[1]); file, pos, end_file, end_pos = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-stream = BinLogStreamReader(connection_settings=params, server_id=9911, log_file=file, log_pos=pos, resume_stream=True,
-    blocking=False, only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent], is_mariadb=True, only_schemas=["%s"])
-t = time.perf_counter(); n = 0
-for e in stream:
-    for row in e.rows:
-        n += 1
-    if (stream.log_file, stream.log_pos) >= (end_file, end_pos):
-        break
-dt = time.perf_counter() - t
-stream.close()
-print(n, dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-"""
-    % DB
-)
-
-
 def run_bare_loop(start: tuple[str, int, str], end: tuple[str, int, str]) -> dict[str, Any]:
     out = subprocess.run(
-        [sys.executable, "-c", BARE_LOOP, repr(cdc_params()), start[0], str(start[1]), end[0], str(end[1])],
+        [
+            sys.executable,
+            "-m",
+            "bench.bare_binlog_loop",
+            orjson.dumps(cdc_params()).decode(),
+            start[0],
+            str(start[1]),
+            end[0],
+            str(end[1]),
+            DB,
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -1,0 +1,227 @@
+"""The MySQL/MariaDB streamer against the real MariaDB: every operation, type mapping,
+key changes, tombstones, filters, masks, transaction metadata, schema changes, bad
+configuration and a purged binlog."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.streamer import admin, payloads, read_log, running_in_process, wait_for, write_connector
+
+pytestmark = pytest.mark.integration
+
+
+def topic(c, db, table):
+    return f"{c.prefix}.{db}.{table}"
+
+
+def stream_until(connector, predicate, timeout=60):
+    """Run the streamer in-process until `predicate()` holds, then stop it cleanly."""
+    with running_in_process(connector) as streamer:
+        wait_for(predicate, timeout, message="expected events")
+    return streamer
+
+
+def test_every_operation_with_transaction_metadata(tmp_path, mariadb_admin_params, scratch_db):
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(40), email VARCHAR(80))")
+        cur.execute("CREATE TABLE orders (id INT PRIMARY KEY, customer_id INT, total DECIMAL(8,2))")
+    c = write_connector(tmp_path, scratch_db)
+    with running_in_process(c):
+        db.autocommit(False)
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO customers VALUES (1, 'Ann', 'ann@x'), (2, 'Bob', 'bob@x')")
+            cur.execute("INSERT INTO orders VALUES (10, 1, 9.99)")
+            cur.execute("UPDATE customers SET email = 'ann@y' WHERE id = 1")
+            db.commit()
+            cur.execute("DELETE FROM orders WHERE id = 10")
+            db.commit()
+        wait_for(lambda: len(payloads(c, f"{c.prefix}.transaction")) >= 4, 30, message="transaction events")
+    customers = payloads(c, topic(c, scratch_db, "customers"))
+    orders = payloads(c, topic(c, scratch_db, "orders"))
+    assert [e["op"] for e in customers] == ["c", "c", "u"]
+    assert customers[2]["before"] == {"id": 1, "name": "Ann", "email": "ann@x"}
+    assert customers[2]["after"] == {"id": 1, "name": "Ann", "email": "ann@y"}
+    assert [e["op"] for e in orders] == ["c", "d"]
+    assert orders[1]["before"]["id"] == 10 and orders[1]["after"] is None
+    # The tombstone follows the delete, with the same key.
+    order_records = read_log(c, topic(c, scratch_db, "orders"))
+    assert [(k, v is None) for k, v, _ in order_records][-2:] == [({"id": 10}, False), ({"id": 10}, True)]
+    # One transaction over two tables: total and per-table order, one id, increasing rank.
+    first = [customers[0], customers[1], orders[0], customers[2]]
+    assert len({e["transaction"]["id"] for e in first}) == 1
+    assert [e["transaction"]["total_order"] for e in first] == [1, 2, 3, 4]
+    assert [e["transaction"]["data_collection_order"] for e in first] == [1, 2, 1, 3]
+    assert orders[1]["transaction"]["transaction_rank"] > first[0]["transaction"]["transaction_rank"]
+    source = customers[0]["source"]
+    assert source["connector"] == "mysql" and source["db"] == scratch_db and source["table"] == "customers"
+    assert source["gtid"] == customers[0]["transaction"]["id"] and source["snapshot"] == "false"
+    txn = payloads(c, f"{c.prefix}.transaction")
+    end = next(e for e in txn if e["status"] == "END" and e["id"] == first[0]["transaction"]["id"])
+    assert end["event_count"] == 4
+    assert sorted((d["data_collection"], d["event_count"]) for d in end["data_collections"]) == [
+        (f"{scratch_db}.customers", 3),
+        (f"{scratch_db}.orders", 1),
+    ]
+
+
+def test_type_mapping_table(tmp_path, mariadb_admin_params, scratch_db):
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute(
+            """CREATE TABLE t (id INT PRIMARY KEY, tu TINYINT UNSIGNED, iu INT UNSIGNED, bu BIGINT UNSIGNED,
+            f FLOAT, d DOUBLE, dec1 DECIMAL(10,2), dt DATETIME, dt6 DATETIME(6), ts TIMESTAMP(3) NULL,
+            da DATE, tm TIME(6), y YEAR, j JSON, e ENUM('a','b c'), s SET('x','y','z'),
+            c CHAR(5) CHARACTER SET utf8mb4, vc VARCHAR(20) CHARACTER SET latin1, tx TEXT CHARACTER SET utf8mb4,
+            vb VARBINARY(10), bl BLOB, bit1 BIT(1), bit10 BIT(10), nn INT)"""
+        )
+    c = write_connector(tmp_path, scratch_db)
+    with running_in_process(c):
+        with db.cursor() as cur:
+            cur.execute("SET time_zone = '+00:00'")
+            cur.execute(
+                """INSERT INTO t VALUES (1, 250, 4000000000, 18446744073709551615, 1.1, 2.2, 12345678.91,
+                '2024-02-29 23:59:59', '2024-02-29 23:59:59.123456', '2024-01-02 03:04:05.678', '2024-02-29',
+                '-12:34:56.5', 2024, '{"k": [1, 2.5, "é"]}', 'b c', 'x,z', 'héllo', 'café', 'ünï😀', x'cafe', x'00ff',
+                b'1', b'1000000001', NULL)"""
+            )
+        wait_for(lambda: payloads(c, topic(c, scratch_db, "t")), 30)
+    after = payloads(c, topic(c, scratch_db, "t"))[0]["after"]
+    assert after["tu"] == 250 and after["iu"] == 4000000000 and after["bu"] == -1
+    assert after["f"] == 1.1 and after["d"] == 2.2
+    assert int.from_bytes(base64.b64decode(after["dec1"]), "big", signed=True) == 1234567891
+    assert after["dt"] == 1709251199000 and after["dt6"] == 1709251199123456
+    assert after["ts"] == "2024-01-02T03:04:05.678Z"
+    assert after["da"] == 19782 and after["tm"] == -(12 * 3600 + 34 * 60 + 56) * 1_000_000 - 500000
+    assert after["y"] == 2024 and after["e"] == "b c" and after["s"] == "x,z"
+    assert after["j"].replace(" ", "") == '{"k":[1,2.5,"é"]}'
+    assert (after["c"], after["vc"], after["tx"]) == ("héllo", "café", "ünï😀")
+    assert base64.b64decode(after["vb"]) == b"\xca\xfe" and base64.b64decode(after["bl"]) == b"\x00\xff"
+    assert after["bit1"] is True and base64.b64decode(after["bit10"]) == (513).to_bytes(2, "little")
+    assert after["nn"] is None
+    # The Connect schema travels with the value.
+    record = read_log(c, topic(c, scratch_db, "t"))[0][1]
+    fields = {f["field"]: f for f in record["schema"]["fields"][1]["fields"]}
+    assert fields["dec1"]["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert fields["ts"]["name"] == "io.debezium.time.ZonedTimestamp"
+    assert fields["id"]["optional"] is False
+
+
+def test_primary_key_change_skipped_operations_and_filters(tmp_path, mariadb_admin_params, scratch_db):
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE kept (id INT PRIMARY KEY, secret VARCHAR(40), bio VARCHAR(40), hidden INT)")
+        cur.execute("CREATE TABLE dropped (id INT PRIMARY KEY)")
+    c = write_connector(
+        tmp_path,
+        scratch_db,
+        {
+            "table.exclude.list": f"{scratch_db}\\.dropped",
+            "skipped.operations": "t,d",
+            "column.exclude.list": f"{scratch_db}\\.kept\\.hidden",
+            "column.mask.with.3.chars": f"{scratch_db}\\.kept\\.secret",
+            "column.truncate.to.4.chars": f"{scratch_db}\\.kept\\.bio",
+        },
+    )
+    with running_in_process(c):
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO dropped VALUES (1)")
+            cur.execute("INSERT INTO kept VALUES (1, 'pw', 'long biography', 7)")
+            cur.execute("UPDATE kept SET id = 2 WHERE id = 1")
+            cur.execute("DELETE FROM kept WHERE id = 2")
+            cur.execute("INSERT INTO kept VALUES (3, 'x', 'y', 0)")
+        wait_for(lambda: len(read_log(c, topic(c, scratch_db, "kept"))) >= 4, 30)
+    records = read_log(c, topic(c, scratch_db, "kept"))
+    values = [(k["payload"], v and v["payload"]["op"]) for k, v, _ in records]
+    # key change → delete old key, tombstone, create new key; the plain delete is skipped.
+    assert values == [
+        ({"id": 1}, "c"),
+        ({"id": 1}, "d"),
+        ({"id": 1}, None),
+        ({"id": 2}, "c"),
+        ({"id": 3}, "c"),
+    ]
+    assert records[1][2]["__debezium.newkey"] and records[3][2]["__debezium.oldkey"]
+    assert records[0][1]["payload"]["after"] == {"id": 1, "secret": "***", "bio": "long"}
+    assert not (c.eventlog / topic(c, scratch_db, "dropped")).exists()
+
+
+def test_schema_change_mid_stream_and_stop_alter_restart(tmp_path, mariadb_admin_params, scratch_db):
+    """Seed 003: rows written before and after an ALTER that adds a column in the middle,
+    while the streamer is stopped, decode with the columns of their own time."""
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(10), c VARCHAR(10))")
+    c = write_connector(tmp_path, scratch_db)
+    with running_in_process(c):
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (1, 'a1', 'c1')")
+            cur.execute("ALTER TABLE t ADD COLUMN extra INT NULL")  # mid-stream, at the end
+            cur.execute("INSERT INTO t VALUES (2, 'a2', 'c2', 22)")
+        wait_for(lambda: len(payloads(c, topic(c, scratch_db, "t"))) >= 2, 30)
+    # Stopped: write, ALTER in the middle, write again.
+    with db.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (3, 'a3', 'c3', 33)")
+        cur.execute("ALTER TABLE t ADD COLUMN b INT NULL AFTER a")
+        cur.execute("INSERT INTO t VALUES (4, 'a4', 44, 'c4', 444)")
+        cur.execute("UPDATE t SET b = 30 WHERE id = 3")
+    with running_in_process(c):
+        wait_for(lambda: len(payloads(c, topic(c, scratch_db, "t"))) >= 5, 30)
+    events = payloads(c, topic(c, scratch_db, "t"))
+    assert [e["after"] for e in events] == [
+        {"id": 1, "a": "a1", "c": "c1"},
+        {"id": 2, "a": "a2", "c": "c2", "extra": 22},
+        {"id": 3, "a": "a3", "c": "c3", "extra": 33},
+        {"id": 4, "a": "a4", "b": 44, "c": "c4", "extra": 444},
+        {"id": 3, "a": "a3", "b": 30, "c": "c3", "extra": 33},
+    ]
+    ddl = [e["ddl"] for e in payloads(c, c.prefix)]
+    assert any("ADD COLUMN extra" in d for d in ddl) and any("AFTER a" in d for d in ddl)
+    change = next(e for e in payloads(c, c.prefix) if "AFTER a" in e["ddl"])
+    assert [col["name"] for col in change["tableChanges"][0]["table"]["columns"]] == [
+        "id",
+        "a",
+        "b",
+        "c",
+        "extra",
+    ]
+
+
+def test_invalid_configuration_fails_at_start_naming_the_property(tmp_path, scratch_db):
+    c = write_connector(tmp_path, scratch_db, {"snapshot.fetch.size.typo": 10})
+    result = subprocess.run(
+        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(c.path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "snapshot.fetch.size.typo: unknown property" in result.stderr
+
+
+def test_purged_binlog_fails_with_a_recovery_message(tmp_path, mariadb_admin_params, scratch_db):
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+    c = write_connector(tmp_path, scratch_db)
+    with running_in_process(c):
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES (1)")
+        wait_for(lambda: payloads(c, topic(c, scratch_db, "t")), 30)
+    with db.cursor() as cur:
+        cur.execute("INSERT INTO t VALUES (2)")  # written while stopped: must not be skipped silently
+        cur.execute("FLUSH BINARY LOGS")
+        cur.execute("SHOW MASTER STATUS")
+        current = cur.fetchone()[0]
+        cur.execute(f"PURGE BINARY LOGS TO '{current}'")
+    result = subprocess.run(
+        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(c.path)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "purged" in result.stderr and "To recover" in result.stderr

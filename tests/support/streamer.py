@@ -128,20 +128,15 @@ def wait_for(predicate: Any, timeout: float, interval: float = 0.1, message: str
 
 def read_log(connector: Connector, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:
     """(key, value, headers) of every record of a topic in the embedded log; None for tombstones."""
-    from cdc_core.sinks.local_log import LocalEventLog
+    from cdc_core.sinks.local_log import LocalEventLogReader
 
-    log = LocalEventLog.reader(connector.eventlog) if hasattr(LocalEventLog, "reader") else None
-    records = []
-    source = log if log is not None else LocalEventLog(connector.eventlog, lock=False)  # type: ignore[call-arg]
-    for rec in source.read(topic):
-        records.append(
-            (
-                orjson.loads(rec.key) if rec.key else None,
-                orjson.loads(rec.value) if rec.value else None,
-                rec.headers,
-            )
-        )
-    return records
+    reader = LocalEventLogReader(connector.eventlog)
+    if not (connector.eventlog / topic).is_dir():
+        return []
+    return [
+        (orjson.loads(r.key) if r.key else None, orjson.loads(r.value) if r.value else None, r.headers)
+        for r in reader.read(topic)
+    ]
 
 
 def payloads(connector: Connector, topic: str) -> list[dict[str, Any]]:

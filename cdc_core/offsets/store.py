@@ -1,0 +1,200 @@
+"""Durable connector offsets.
+
+An offset is committed only after the sink acknowledged everything before it, and a
+commit must be atomic and durable: after `kill -9` at any moment, the store holds either
+the previous or the new document, never a torn one. The file store writes a temporary
+file, fsyncs it, renames it over the old one and fsyncs the folder; the Kafka store
+produces to a compacted topic with an idempotent producer and waits for the broker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+from cdc_core.errors import TidemarkError
+
+FORMAT_VERSION = 1
+
+
+class OffsetStoreError(TidemarkError):
+    """The stored offsets cannot be read or written."""
+
+
+class OffsetStore(Protocol):
+    def load(self) -> dict[str, Any] | None: ...
+
+    def commit(self, offset: dict[str, Any]) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _document(connector: str, offset: dict[str, Any]) -> bytes:
+    return orjson.dumps(
+        {
+            "version": FORMAT_VERSION,
+            "connector": connector,
+            "committed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "offset": offset,
+        }
+    )
+
+
+def _unwrap(raw: bytes, where: str) -> dict[str, Any] | None:
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise OffsetStoreError(
+            f"offsets in {where} are not valid JSON ({exc}); refusing to start from scratch"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("version") != FORMAT_VERSION or "offset" not in doc:
+        raise OffsetStoreError(
+            f"offsets in {where} have an unknown format (version {doc.get('version') if isinstance(doc, dict) else '?'})"
+        )
+    return doc["offset"]
+
+
+class FileOffsetStore:
+    """One JSON file, replaced atomically on every commit."""
+
+    def __init__(self, path: Path, connector: str) -> None:
+        self.path = Path(path)
+        self.connector = connector
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise OffsetStoreError(f"cannot read offsets {self.path}: {exc.strerror}") from None
+        return _unwrap(raw, str(self.path))
+
+    def commit(self, offset: dict[str, Any]) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, _document(self.connector, offset))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def close(self) -> None:
+        pass
+
+
+class KafkaOffsetStore:
+    """A compacted topic keyed by connector name (several connectors may share it)."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        connector: str,
+        replication_factor: int = 1,
+        timeout: float = 60.0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        from confluent_kafka import Producer
+
+        self.servers = bootstrap_servers
+        self.topic = topic
+        self.connector = connector
+        self.timeout = timeout
+        self.extra = dict(extra or {})
+        self._ensure_topic(replication_factor)
+        self._producer = Producer(
+            {**self.extra, "bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "acks": "all"}
+        )
+
+    def _ensure_topic(self, replication_factor: int) -> None:
+        from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+
+        admin = AdminClient({**self.extra, "bootstrap.servers": self.servers})
+        try:
+            topics = admin.list_topics(timeout=self.timeout).topics
+        except Exception as exc:
+            raise OffsetStoreError(f"cannot reach Kafka to read offsets topic {self.topic}: {exc}") from None
+        if self.topic not in topics:
+            futures = admin.create_topics(
+                [NewTopic(self.topic, 1, replication_factor, config={"cleanup.policy": "compact"})]
+            )
+            try:
+                futures[self.topic].result(self.timeout)
+            except Exception as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise OffsetStoreError(f"cannot create offsets topic {self.topic}: {exc}") from None
+            return
+        resource = ConfigResource(ConfigResource.Type.TOPIC, self.topic)
+        config = admin.describe_configs([resource])[resource].result(self.timeout)
+        policy = config["cleanup.policy"].value
+        if "compact" not in policy:
+            raise OffsetStoreError(
+                f"offsets topic {self.topic} has cleanup.policy={policy}; it must be compact, or old offsets "
+                "would be deleted by retention"
+            )
+
+    def load(self) -> dict[str, Any] | None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(
+            {
+                **self.extra,
+                "bootstrap.servers": self.servers,
+                "group.id": f"{self.connector}-offsets-reader",
+                "enable.auto.commit": False,
+            }
+        )
+        latest: bytes | None = None
+        found = False
+        key = self.connector.encode()
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=self.timeout)
+            if high <= low:
+                return None
+            consumer.assign([TopicPartition(self.topic, 0, low)])
+            position = low
+            deadline = time.monotonic() + self.timeout
+            while position < high:
+                msg = consumer.poll(1.0)
+                if msg is None:
+                    if time.monotonic() > deadline:
+                        raise OffsetStoreError(f"timed out reading offsets topic {self.topic}")
+                    continue
+                if msg.error():
+                    raise OffsetStoreError(f"cannot read offsets topic {self.topic}: {msg.error()}")
+                position = msg.offset() + 1
+                if msg.key() == key:
+                    latest, found = msg.value(), True
+        finally:
+            consumer.close()
+        if not found or latest is None:
+            return None
+        return _unwrap(latest, f"topic {self.topic}")
+
+    def commit(self, offset: dict[str, Any]) -> None:
+        errors: list[Any] = []
+        self._producer.produce(
+            self.topic,
+            key=self.connector.encode(),
+            value=_document(self.connector, offset),
+            on_delivery=lambda err, _msg: errors.append(err),
+        )
+        remaining = self._producer.flush(self.timeout)
+        if remaining or not errors or errors[0] is not None:
+            problem = errors[0] if errors and errors[0] is not None else "no acknowledgement in time"
+            raise OffsetStoreError(f"cannot commit offsets to {self.topic}: {problem}")
+
+    def close(self) -> None:
+        self._producer.flush(5)

@@ -1,0 +1,310 @@
+"""The embedded local event log: Kafka-like topics as append-only files on local disk.
+
+It holds exactly the records a Kafka topic would (key, value, headers, dense offsets) so
+the demo and small installations need no broker, and Spark reads it like a topic (see
+`spark_jobs/local_log_source.py`). Layout:
+
+    <root>/<topic>/<20-digit base offset>.log     JSON Lines, one record per line:
+        {"offset":N,"ts":MS,"key":<key JSON or null>,"value":<value JSON or null>,"headers":{...}}
+    <root>/.writer.lock                            one writer at a time (flock)
+    <root>/.consumers/<group>.json                 committed read positions per consumer group
+
+Keys and values are already JSON, so they are embedded raw (no re-escaping: this is the
+streamer's hot path). A record is durable once `flush()` returned (fsync); only then may
+the streamer acknowledge it. A crash can leave a torn last line; reopening for writing
+cuts it off, so complete lines are never lost or renumbered.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from cdc_core.errors import TidemarkError
+from cdc_core.events.envelope import Record
+
+SEGMENT_BYTES = 64 * 1024 * 1024
+_TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
+_SEGMENT = re.compile(r"(\d{20})\.log")
+
+
+class LocalLogError(TidemarkError):
+    """The local event log cannot be opened or written."""
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    topic: str
+    offset: int
+    ts: int
+    key: bytes | None
+    value: bytes | None
+    headers: dict[str, bytes] = field(default_factory=dict)
+
+
+def check_topic(topic: str) -> str:
+    if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+        raise LocalLogError(f"invalid topic name {topic!r}: use letters, digits, '.', '_' and '-' (max 249)")
+    return topic
+
+
+def _segments(directory: Path) -> list[tuple[int, Path]]:
+    found = []
+    for p in directory.iterdir() if directory.is_dir() else ():
+        m = _SEGMENT.fullmatch(p.name)
+        if m:
+            found.append((int(m.group(1)), p))
+    return sorted(found)
+
+
+class _TopicWriter:
+    __slots__ = ("base", "directory", "fd", "next_offset", "path", "size", "touched")
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        segments = _segments(directory)
+        if segments:
+            self.base, self.path = segments[-1]
+            self.next_offset = self.base + _recover(self.path)
+        else:
+            self.base, self.next_offset = 0, 0
+            self.path = directory / f"{0:020d}.log"
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.touched = not segments  # a new file: its directory entry needs an fsync
+
+    def roll(self, base: int) -> None:
+        """Start a new segment whose first record is `base`."""
+        os.fsync(self.fd)
+        os.close(self.fd)
+        self.base = base
+        self.path = self.directory / f"{self.base:020d}.log"
+        self.fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.size = 0
+        self.touched = True
+
+
+def _recover(path: Path) -> int:
+    """Cut a torn final line off `path`; return its number of complete lines."""
+    with open(path, "r+b") as f:
+        data = f.read()
+        end = data.rfind(b"\n") + 1
+        if end != len(data):
+            f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+        return data.count(b"\n", 0, end)
+
+
+class LocalEventLog:
+    """The writer (one per root, enforced by a lock) and, through `read`, a reader."""
+
+    def __init__(self, root: Path, segment_bytes: int = SEGMENT_BYTES, fsync: bool = True) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.segment_bytes = segment_bytes
+        self.fsync = fsync
+        self._lock_fd = os.open(self.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise LocalLogError(
+                f"another process is writing the event log {self.root} (lock {self.root}/.writer.lock)"
+            ) from None
+        self._writers: dict[str, _TopicWriter] = {}
+        self._dirty: set[str] = set()
+
+    @staticmethod
+    def open_reader(root: Path) -> LocalEventLogReader:
+        return LocalEventLogReader(root)
+
+    def _writer(self, topic: str) -> _TopicWriter:
+        writer = self._writers.get(topic)
+        if writer is None:
+            writer = _TopicWriter(self.root / check_topic(topic))
+            self._writers[topic] = writer
+        return writer
+
+    def append(self, records: Iterable[Record]) -> list[tuple[str, int]]:
+        """Write records (buffered per call); durable only after `flush()`."""
+        now = int(time.time() * 1000)
+        pending: dict[str, list[bytes]] = {}
+        placed: list[tuple[str, int]] = []
+        for record in records:
+            writer = self._writer(record.topic)
+            offset = writer.next_offset
+            writer.next_offset += 1
+            headers = (
+                b"{"
+                + b",".join(
+                    orjson.dumps(k) + b":" + orjson.dumps(v.decode("utf-8", "replace"))
+                    for k, v in record.headers
+                )
+                + b"}"
+                if record.headers
+                else b"{}"
+            )
+            line = b"".join(
+                (
+                    b'{"offset":',
+                    str(offset).encode(),
+                    b',"ts":',
+                    str(now).encode(),
+                    b',"key":',
+                    record.key if record.key is not None else b"null",
+                    b',"value":',
+                    record.value if record.value is not None else b"null",
+                    b',"headers":',
+                    headers,
+                    b"}\n",
+                )
+            )
+            pending.setdefault(record.topic, []).append(line)
+            placed.append((record.topic, offset))
+        for topic, lines in pending.items():
+            self._write(topic, lines)
+        return placed
+
+    def _write(self, topic: str, lines: list[bytes]) -> None:
+        writer = self._writers[topic]
+        offset = writer.next_offset - len(lines)
+        chunk: list[bytes] = []
+        for line in lines:
+            if writer.size >= self.segment_bytes:
+                _write_all(writer.fd, b"".join(chunk))
+                chunk = []
+                writer.roll(offset)
+            chunk.append(line)
+            writer.size += len(line)
+            offset += 1
+        _write_all(writer.fd, b"".join(chunk))
+        self._dirty.add(topic)
+
+    def flush(self) -> None:
+        """fsync every segment written since the last flush (and new directory entries)."""
+        for topic in self._dirty:
+            writer = self._writers[topic]
+            if self.fsync:
+                os.fsync(writer.fd)
+                if writer.touched:
+                    _fsync_dir(writer.directory)
+                    _fsync_dir(self.root)
+            writer.touched = False
+        self._dirty.clear()
+
+    def close(self) -> None:
+        self.flush()
+        for writer in self._writers.values():
+            os.close(writer.fd)
+        self._writers.clear()
+        os.close(self._lock_fd)
+
+    def end_offset(self, topic: str) -> int:
+        return self._writer(topic).next_offset
+
+    def topics(self) -> list[str]:
+        return LocalEventLogReader(self.root).topics()
+
+    def read(self, topic: str, start_offset: int = 0, max_records: int | None = None) -> Iterator[LogRecord]:
+        return LocalEventLogReader(self.root).read(topic, start_offset, max_records)
+
+
+class LocalEventLogReader:
+    """Reads topics while a writer may be appending: only complete lines are returned."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def topics(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+    def read(self, topic: str, start_offset: int = 0, max_records: int | None = None) -> Iterator[LogRecord]:
+        segments = _segments(self.root / check_topic(topic))
+        # Start at the last segment whose base offset is <= start_offset.
+        first = 0
+        for i, (base, _) in enumerate(segments):
+            if base <= start_offset:
+                first = i
+        count = 0
+        for _, path in segments[first:]:
+            with open(path, "rb") as f:
+                for line in f:
+                    if not line.endswith(b"\n"):
+                        return  # being written
+                    doc = orjson.loads(line)
+                    if doc["offset"] < start_offset:
+                        continue
+                    yield LogRecord(
+                        topic,
+                        doc["offset"],
+                        doc["ts"],
+                        None if doc["key"] is None else orjson.dumps(doc["key"]),
+                        None if doc["value"] is None else orjson.dumps(doc["value"]),
+                        {k: v.encode() for k, v in doc.get("headers", {}).items()},
+                    )
+                    count += 1
+                    if max_records is not None and count >= max_records:
+                        return
+
+    def end_offset(self, topic: str) -> int:
+        segments = _segments(self.root / check_topic(topic))
+        if not segments:
+            return 0
+        base, path = segments[-1]
+        with open(path, "rb") as f:
+            data = f.read()
+        return base + data.count(b"\n")
+
+
+class ConsumerPositions:
+    """Committed read positions of one consumer group: `{topic: next_offset}`."""
+
+    def __init__(self, root: Path, group: str) -> None:
+        if not _TOPIC.fullmatch(group):
+            raise LocalLogError(f"invalid consumer group name {group!r}")
+        self.path = Path(root) / ".consumers" / f"{group}.json"
+
+    def load(self) -> dict[str, int]:
+        try:
+            return orjson.loads(self.path.read_bytes())
+        except FileNotFoundError:
+            return {}
+
+    def get(self, topic: str) -> int:
+        return self.load().get(topic, 0)
+
+    def commit(self, positions: dict[str, int]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        merged = {**self.load(), **positions}
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.write(orjson.dumps(merged))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        _fsync_dir(self.path.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

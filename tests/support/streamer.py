@@ -126,27 +126,33 @@ def wait_for(predicate: Any, timeout: float, interval: float = 0.1, message: str
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
-def read_log(connector: Connector, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:
-    """(key, value, headers) of every record of a topic in the embedded log; None for tombstones."""
+def read_raw(connector: Connector, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:
+    """(key, value, headers) of every record of a topic, as written (schema part included)."""
     from cdc_core.sinks.local_log import LocalEventLogReader
 
-    reader = LocalEventLogReader(connector.eventlog)
     if not (connector.eventlog / topic).is_dir():
         return []
     return [
         (orjson.loads(r.key) if r.key else None, orjson.loads(r.value) if r.value else None, r.headers)
-        for r in reader.read(topic)
+        for r in LocalEventLogReader(connector.eventlog).read(topic)
     ]
 
 
+def unwrap(message: Any) -> Any:
+    """The payload of a Kafka Connect JSON message with or without its schema part."""
+    if isinstance(message, dict) and set(message) == {"schema", "payload"}:
+        return message["payload"]
+    return message
+
+
+def read_log(connector: Connector, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:
+    """(key, value, headers) payloads of every record of a topic; value None for tombstones."""
+    return [(unwrap(k), unwrap(v), h) for k, v, h in read_raw(connector, topic)]
+
+
 def payloads(connector: Connector, topic: str) -> list[dict[str, Any]]:
-    """Change-event payloads of a topic (schema part stripped), tombstones dropped."""
-    out = []
-    for _, value, _ in read_log(connector, topic):
-        if value is None:
-            continue
-        out.append(value.get("payload", value) if "schema" in value else value)
-    return out
+    """Change-event payloads of a topic, tombstones dropped."""
+    return [v for _, v, _ in read_log(connector, topic) if v is not None]
 
 
 def admin(params: dict[str, Any], database: str | None = None) -> pymysql.Connection:

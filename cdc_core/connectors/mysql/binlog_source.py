@@ -58,6 +58,8 @@ from cdc_core.source import (
 log = logging.getLogger("tidemark.mysql")
 
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
+# Access denied (user/password, database, privilege): retrying cannot help.
+ACCESS_ERRORS = {1044, 1045, 1142, 1227, 1370, 1698}
 
 
 class SourceConnectionLost(SourceUnavailableError):
@@ -154,7 +156,9 @@ class BinlogSource:
     def read(self) -> Iterator[list[LogItem]]:
         try:
             yield from self._read()
-        except (pymysql.err.OperationalError, pymysql.err.InterfaceError, ConnectionError) as exc:
+        except pymysql.err.OperationalError as exc:
+            raise self._connection_error(exc, "lost the binlog connection to") from None
+        except (pymysql.err.InterfaceError, ConnectionError) as exc:
             raise SourceConnectionLost(f"lost the binlog connection: {exc}") from None
 
     def _read(self) -> Iterator[list[LogItem]]:
@@ -220,10 +224,20 @@ class BinlogSource:
         try:
             return server.connect(self.params)
         except pymysql.err.OperationalError as exc:
-            raise SourceConnectionLost(
-                f"cannot connect to {self.params['host']}:{self.params['port']} as {self.params['user']}: "
-                f"{exc.args[1] if len(exc.args) > 1 else exc}"
-            ) from None
+            raise self._connection_error(exc, "cannot connect to") from None
+
+    def _connection_error(self, exc: pymysql.err.OperationalError, doing: str) -> TidemarkError:
+        """Refused credentials or privileges are final; anything else is worth a retry."""
+        code = exc.args[0] if exc.args else None
+        detail = exc.args[1] if len(exc.args) > 1 else str(exc)
+        where = f"{self.params['host']}:{self.params['port']} as {self.params['user']}"
+        if code in ACCESS_ERRORS:
+            return TidemarkError(
+                f"{doing} {where}: {detail}. Check the user and the password (environment variable named by "
+                "database.password.env, or the Airflow connection) and its grants: REPLICATION SLAVE, REPLICATION "
+                "CLIENT, SELECT"
+            )
+        return SourceConnectionLost(f"{doing} {where}: {detail}")
 
     def _first_start(self, ctl: pymysql.Connection) -> dict[str, Any]:
         """No offsets yet: read the current position and every table's schema together."""
@@ -332,7 +346,7 @@ class BinlogSource:
         except pymysql.err.OperationalError as exc:
             if exc.args and exc.args[0] == ER_MASTER_FATAL_ERROR_READING_BINLOG:
                 raise self._purged(position) from None
-            raise SourceConnectionLost(f"cannot start reading the binlog: {exc}") from None
+            raise self._connection_error(exc, "cannot start reading the binlog from") from None
         self.file = self._stream.log_file or self.file
 
     def _note_query_start(self, event: Any) -> None:

@@ -47,9 +47,12 @@ test: install
 test-unit: install
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
+# The main job on embedded defaults: MariaDB → streamer → embedded event log, verified by
+# replay. `make demo DEMO_SINK=kafka` streams into the local Kafka broker instead.
+DEMO_SINK ?= local
 demo: install
-	@echo "make demo arrives with the streamer (issue 3); until then: make up, make test" >&2
-	@exit 1
+	@$(SERVICES) up mariadb $(if $(filter kafka,$(DEMO_SINK)),kafka,)
+	@$(PY) -m demo.run --sink $(DEMO_SINK)
 
 bench: install
 	@$(SERVICES) run mariadb kafka -- $(PY) -m bench

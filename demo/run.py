@@ -65,6 +65,10 @@ def write_effective_config(overrides: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from scripts.services import environment
+
+    for key, value in environment().items():  # the local stack's ports and dev credentials
+        os.environ.setdefault(key, value)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sink", choices=("local", "kafka"), default=os.environ.get("DEMO_SINK", "local"))
     parser.add_argument("--orders", type=int, default=300)
@@ -199,9 +203,11 @@ def samples(topics: dict[str, list[Any]], prefix: str) -> None:
         print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
     if key_change:
         key, _, headers = key_change
+        new_key = orjson.loads(headers["__debezium.newkey"])
+        new_key = new_key.get("payload", new_key)
         print(
-            f"\nprimary-key change (products): delete of {key} with header {dict(headers)} "
-            "then a create of the new key"
+            f"\nprimary-key change (products): delete of {key} with header __debezium.newkey={new_key}, "
+            "its tombstone, then a create of the new key"
         )
 
 

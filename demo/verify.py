@@ -112,7 +112,12 @@ def replay_matches_source(
         for values in source_rows:
             key = orjson.dumps(shaper.key(values), option=orjson.OPT_SORT_KEYS).decode()
             expected[key] = shaper.row(values)
-        replayed = replay(topics.get(topic, []))
+        # A row last written before a column was added has no value for it in its events;
+        # consumers read the added column's default there (NULL in the demo's ALTER).
+        replayed = {
+            k: {name: row.get(name) for name in (expected.get(k) or row)}
+            for k, row in replay(topics.get(topic, [])).items()
+        }
         equal = replayed == expected
         ok &= equal
         print(f"{table:24s} {len(expected):12d} {len(replayed):14d}  {'yes' if equal else 'NO'}")

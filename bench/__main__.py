@@ -11,6 +11,12 @@ BENCHMARKS = {
 
 
 def main(argv: list[str]) -> int:
+    import os
+
+    from scripts.services import environment
+
+    for key, value in environment().items():  # the local stack's ports and dev credentials
+        os.environ.setdefault(key, value)
     names = argv or list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:

@@ -31,13 +31,9 @@ DB = "bench_stream"
 
 
 def admin() -> pymysql.Connection:
-    return pymysql.connect(
-        host="127.0.0.1",
-        port=int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
-        user=os.environ.get("TIDEMARK_ADMIN_USER", "tidemark_admin"),
-        password=os.environ.get("TIDEMARK_ADMIN_PASSWORD", "tidemark-admin-dev"),
-        autocommit=True,
-    )
+    from scripts.services import admin_connection
+
+    return admin_connection()
 
 
 def cdc_params() -> dict[str, Any]:

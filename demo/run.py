@@ -33,17 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "demo_shop"
 
 
-def admin_connection() -> pymysql.Connection:
-    return pymysql.connect(
-        host="127.0.0.1",
-        port=int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
-        user=os.environ.get("TIDEMARK_ADMIN_USER", "tidemark_admin"),
-        password=os.environ.get("TIDEMARK_ADMIN_PASSWORD", "tidemark-admin-dev"),
-        autocommit=True,
-        init_command="SET time_zone = '+00:00'",
-    )
-
-
 def demo_config(sink: str) -> tuple[ConnectorConfig, dict[str, Any]]:
     overrides: dict[str, Any] = {"database.port": int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307"))}
     if sink == "kafka":
@@ -82,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     step("resetting the demo database and the demo connector's state")
     shutil.rmtree(layout.root, ignore_errors=True)
     shutil.rmtree(eventlog, ignore_errors=True)
+    from scripts.services import admin_connection
+
     conn = admin_connection()
     create_schema(conn, DATABASE)
 

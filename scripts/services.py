@@ -100,6 +100,22 @@ def environment() -> dict[str, str]:
     }
 
 
+def admin_connection(database: str | None = None):
+    """A connection as the local stack's admin user (creates schemas and workloads)."""
+    import pymysql
+
+    env = environment()
+    return pymysql.connect(
+        host="127.0.0.1",
+        port=PORTS.mariadb,
+        user=ADMIN_USER,
+        password=env[ADMIN_PASSWORD_ENV],
+        database=database,
+        autocommit=True,
+        init_command="SET time_zone = '+00:00'",
+    )
+
+
 # ---------------------------------------------------------------------------- helpers
 
 

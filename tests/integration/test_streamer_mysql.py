@@ -5,8 +5,6 @@ configuration and a purged binlog."""
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 
 import pytest
 
@@ -15,6 +13,7 @@ from tests.support.streamer import (
     payloads,
     read_log,
     read_raw,
+    run_to_exit,
     running_in_process,
     wait_for,
     write_connector,
@@ -202,11 +201,7 @@ def test_schema_change_mid_stream_and_stop_alter_restart(tmp_path, mariadb_admin
 
 def test_invalid_configuration_fails_at_start_naming_the_property(tmp_path, scratch_db):
     c = write_connector(tmp_path, scratch_db, {"snapshot.fetch.size.typo": 10})
-    result = subprocess.run(
-        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(c.path)],
-        capture_output=True,
-        text=True,
-    )
+    result = run_to_exit(c)
     assert result.returncode == 1
     assert "snapshot.fetch.size.typo: unknown property" in result.stderr
 
@@ -234,12 +229,7 @@ def test_purged_binlog_fails_with_a_recovery_message(tmp_path, mariadb_admin_par
             return [r[0] for r in cur.fetchall()] == [current]
 
         wait_for(purged, 30, interval=0.5, message="the old binlogs to be purged")
-    result = subprocess.run(
-        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(c.path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_to_exit(c)
     assert result.returncode == 1
     assert "purged" in result.stderr and "To recover" in result.stderr
 
@@ -247,12 +237,7 @@ def test_purged_binlog_fails_with_a_recovery_message(tmp_path, mariadb_admin_par
 def test_wrong_password_is_final_and_says_what_to_check(tmp_path, scratch_db, monkeypatch):
     c = write_connector(tmp_path, scratch_db, {"database.password.env": "TIDEMARK_TEST_WRONG_PASSWORD"})
     monkeypatch.setenv("TIDEMARK_TEST_WRONG_PASSWORD", "not-the-password")
-    result = subprocess.run(
-        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(c.path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_to_exit(c)
     assert result.returncode == 1
     assert "Access denied" in result.stderr and "database.password.env" in result.stderr
     assert "not-the-password" not in result.stderr

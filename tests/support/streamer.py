@@ -112,6 +112,16 @@ def start_process(connector: Connector, *args: str, log: Path | None = None) -> 
         )
 
 
+def run_to_exit(connector: Connector, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`tidemark stream` expected to stop by itself (bad configuration, lost position, ...)."""
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(connector.path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 60) -> int:
     proc.send_signal(sig)
     return proc.wait(timeout)

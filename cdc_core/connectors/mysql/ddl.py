@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, GEOMETRY_TYPES, INT_TYPES
 from cdc_core.schema.model import Column, TableId, TableSchema
 
 
@@ -224,11 +225,13 @@ _TYPE_ALIASES = {
     "NCHAR": "CHAR",
     "NVARCHAR": "VARCHAR",
 }
-_INT_TYPES = {"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"}
-_CHAR_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET"}
+_INT_TYPES = set(INT_TYPES)
+_CHAR_TYPES = CHAR_TYPES | {"ENUM", "SET"}
 _KNOWN_TYPES = (
     _INT_TYPES
     | _CHAR_TYPES
+    | BINARY_TYPES
+    | GEOMETRY_TYPES
     | {
         "DECIMAL",
         "FLOAT",
@@ -241,29 +244,8 @@ _KNOWN_TYPES = (
         "DATETIME",
         "TIMESTAMP",
         "YEAR",
-        "BINARY",
-        "VARBINARY",
-        "TINYBLOB",
-        "BLOB",
-        "MEDIUMBLOB",
-        "LONGBLOB",
-        "JSON",
-        "GEOMETRY",
-        "POINT",
-        "LINESTRING",
-        "POLYGON",
-        "MULTIPOINT",
-        "MULTILINESTRING",
-        "MULTIPOLYGON",
-        "GEOMETRYCOLLECTION",
-        "GEOMCOLLECTION",
-        "SERIAL",
-        "INET4",
-        "INET6",
-        "UUID",
-        "LONG",
-        "VECTOR",
     }
+    | {"JSON", "GEOMCOLLECTION", "SERIAL", "INET4", "INET6", "UUID", "LONG", "VECTOR"}
 )
 _TEMPORAL = {"TIME", "DATETIME", "TIMESTAMP"}
 
@@ -827,14 +809,7 @@ def _table_element(p: _Parser, primary: list[str]) -> bool:
     tok = p.peek()
     if tok is None or tok.kind != "word":
         return False
-    if tok.is_kw("CONSTRAINT"):
-        p.next()
-        nxt = p.peek()
-        if nxt is not None and not nxt.is_kw("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
-            p.ident()
-        tok = p.peek()
-        if tok is None:
-            raise p.error("incomplete constraint")
+    tok = _skip_constraint_name(p)
     if tok.is_kw("PRIMARY") and p.peek(1) is not None and p.peek(1).is_kw("KEY"):
         p.i += 2
         if p.accept_kw("USING"):
@@ -854,6 +829,18 @@ def _table_element(p: _Parser, primary: list[str]) -> bool:
             p.skip_to_element_end()
             return True
     return False
+
+
+def _skip_constraint_name(p: _Parser) -> Token:
+    """Consume `CONSTRAINT [name]` if present; return the token that follows."""
+    if p.accept_kw("CONSTRAINT"):
+        nxt = p.peek()
+        if nxt is not None and not nxt.is_kw("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
+            p.ident()
+    tok = p.peek()
+    if tok is None:
+        raise p.error("incomplete constraint")
+    return tok
 
 
 def _looks_like_type(tok: Token) -> bool:
@@ -1073,12 +1060,8 @@ def _alter_add(p: _Parser, schema: TableSchema) -> TableSchema:
     tok = p.peek()
     if tok is None:
         raise p.error("incomplete ADD")
-    if tok.is_kw("CONSTRAINT"):
-        p.next()
-        if p.peek() is not None and not p.peek().is_kw("PRIMARY", "UNIQUE", "FOREIGN", "CHECK"):
-            p.ident()
-        tok = p.peek()
-    if tok is not None and tok.is_kw("PRIMARY"):
+    tok = _skip_constraint_name(p)
+    if tok.is_kw("PRIMARY"):
         p.next()
         p.expect_kw("KEY")
         if p.accept_kw("USING"):

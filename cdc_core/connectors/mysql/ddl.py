@@ -861,14 +861,15 @@ def _table_options(p: _Parser) -> tuple[str | None, str | None, str | None]:
                 p.i += 3
                 continue
             break
+        option = _charset_option(p)
+        if option is not None:
+            if option[0] == "charset":
+                charset = option[1]
+            else:
+                collation = option[1]
+            continue
         p.accept_kw("DEFAULT")
-        if p.accept_seq("CHARACTER", "SET") or p.accept_kw("CHARSET"):
-            p.accept_sym("=")
-            charset = _norm_charset(p.ident())
-        elif p.accept_kw("COLLATE"):
-            p.accept_sym("=")
-            collation = p.ident().lower()
-        elif p.accept_kw("COMMENT"):
+        if p.accept_kw("COMMENT"):
             p.accept_sym("=")
             comment = p.next().text
         else:
@@ -981,8 +982,9 @@ def _alter_spec(p: _Parser, schema: TableSchema, affected: list[TableId]) -> Tab
         return replace(schema, columns=columns, charset=charset, collation=collation)
     tok = p.peek()
     if tok is not None and tok.is_kw("DEFAULT", "CHARACTER", "CHARSET", "COLLATE"):
-        charset, collation, _ = _alter_table_charset(p)
-        return replace(schema, charset=charset or schema.charset, collation=collation or schema.collation)
+        while (option := _charset_option(p)) is not None:
+            schema = replace(schema, **{option[0]: option[1]})
+        return schema
     if p.accept_kw("ENABLE", "DISABLE"):
         p.expect_kw("KEYS")
         return schema
@@ -1044,16 +1046,18 @@ def _alter_spec(p: _Parser, schema: TableSchema, affected: list[TableId]) -> Tab
     raise p.error("unsupported ALTER TABLE clause")
 
 
-def _alter_table_charset(p: _Parser) -> tuple[str | None, str | None, None]:
-    charset = collation = None
+def _charset_option(p: _Parser) -> tuple[str, str] | None:
+    """One `[DEFAULT] CHARACTER SET|CHARSET|COLLATE [=] name` option, or None (nothing consumed)."""
+    start = p.i
     p.accept_kw("DEFAULT")
     if p.accept_seq("CHARACTER", "SET") or p.accept_kw("CHARSET"):
         p.accept_sym("=")
-        charset = _norm_charset(p.ident())
+        return "charset", _norm_charset(p.ident()) or ""
     if p.accept_kw("COLLATE"):
         p.accept_sym("=")
-        collation = p.ident().lower()
-    return charset, collation, None
+        return "collation", p.ident().lower()
+    p.i = start
+    return None
 
 
 def _alter_add(p: _Parser, schema: TableSchema) -> TableSchema:

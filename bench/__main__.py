@@ -1,4 +1,4 @@
-"""`python -m bench [NAME ...]`: run the named benchmarks (default: all)."""
+"""`python -m bench [NAME [ARGS ...]]`: run one benchmark with its arguments, or all of them."""
 
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ def main(argv: list[str]) -> int:
 
     for key, value in environment().items():  # the local stack's ports and dev credentials
         os.environ.setdefault(key, value)
-    names = argv or list(BENCHMARKS)
-    unknown = [n for n in names if n not in BENCHMARKS]
-    if unknown:
-        print(f"unknown benchmark(s) {unknown}; known: {', '.join(BENCHMARKS)}", file=sys.stderr)
-        return 2
-    for name in names:
+    runs = [(argv[0], argv[1:])] if argv else [(name, []) for name in BENCHMARKS]
+    for name, args in runs:
+        if name not in BENCHMARKS:
+            print(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}", file=sys.stderr)
+            return 2
         print(f"=== {name} ===", flush=True)
-        code = importlib.import_module(BENCHMARKS[name]).main([])
+        code = importlib.import_module(BENCHMARKS[name]).main(args)
         if code:
             return code
     return 0

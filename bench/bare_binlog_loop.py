@@ -1,12 +1,17 @@
 """The Python floor for the streamer benchmark: python-mysql-replication iterating rows
 and nothing else. Run as a child process so its peak RSS is its own.
 
-    python -m bench.bare_binlog_loop PARAMS_JSON FILE POS END_FILE END_POS SCHEMA
+    python -m bench.bare_binlog_loop START_GTID SCHEMA EXPECTED_ROWS
+
+Connection settings come from the environment (TIDEMARK_MARIADB_PORT, TIDEMARK_DB_USER,
+TIDEMARK_DB_PASSWORD), so the password never shows in a process listing. MariaDB is read
+from a GTID position: python-mysql-replication ignores file/position for MariaDB and
+would stream from the first binlog file.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import resource
 import sys
 import time
@@ -16,21 +21,17 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 
 def main(argv: list[str]) -> int:
-    params, file, pos, end_file, end_pos, schema = (
-        json.loads(argv[0]),
-        argv[1],
-        int(argv[2]),
-        argv[3],
-        int(argv[4]),
-        argv[5],
-    )
+    start_gtid, schema, expected = argv[0], argv[1], int(argv[2])
     stream = BinLogStreamReader(
-        connection_settings=params,
+        connection_settings={
+            "host": "127.0.0.1",
+            "port": int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
+            "user": os.environ.get("TIDEMARK_DB_USER", "tidemark"),
+            "password": os.environ["TIDEMARK_DB_PASSWORD"],
+        },
         server_id=9911,
-        log_file=file,
-        log_pos=pos,
-        resume_stream=True,
-        blocking=False,
+        auto_position=start_gtid,
+        blocking=True,
         only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
         is_mariadb=True,
         only_schemas=[schema],
@@ -40,7 +41,7 @@ def main(argv: list[str]) -> int:
     for event in stream:
         for _ in event.rows:
             rows += 1
-        if (stream.log_file, stream.log_pos) >= (end_file, end_pos):
+        if rows >= expected:
             break
     seconds = time.perf_counter() - started
     stream.close()

@@ -90,51 +90,51 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def run_bare_loop(start: tuple[str, int, str], end: tuple[str, int, str]) -> dict[str, Any]:
+def run_bare_loop(start: tuple[str, int, str], expected: int) -> dict[str, Any]:
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.bare_binlog_loop",
-            orjson.dumps(cdc_params()).decode(),
-            start[0],
-            str(start[1]),
-            end[0],
-            str(end[1]),
-            DB,
-        ],
+        [sys.executable, "-m", "bench.bare_binlog_loop", start[2], DB, str(expected)],
+        env={**os.environ, "TIDEMARK_DB_PASSWORD": cdc_params()["password"]},
         capture_output=True,
         text=True,
         check=True,
+        timeout=1800,
     )
     n, seconds, rss = out.stdout.split()
     return {"events": int(n), "seconds": float(seconds), "rss_mb": float(rss)}
 
 
+def binlog_files(start: tuple[str, int, str], end: tuple[str, int, str]) -> list[str]:
+    with admin().cursor() as cur:
+        cur.execute("SHOW BINARY LOGS")
+        names = [row[0] for row in cur.fetchall()]
+    return [n for n in names if start[0] <= n <= end[0]]
+
+
 def run_mysqlbinlog(start: tuple[str, int, str], end: tuple[str, int, str]) -> dict[str, Any]:
+    """Reads the whole range; --stop-position applies to the last file. The password goes
+    through MYSQL_PWD, never the command line."""
     tool = shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog")
     if tool is None:
         raise SystemExit("mariadb-binlog not installed (make install)")
     p = cdc_params()
     cmd = [
-        "/usr/bin/time",
-        "-f",
-        "%M",
         tool,
         "--read-from-remote-server",
         f"--host={p['host']}",
         f"--port={p['port']}",
         f"--user={p['user']}",
-        f"--password={p['password']}",
         f"--start-position={start[1]}",
         f"--stop-position={end[1]}",
-        start[0],
+        *binlog_files(start, end),
     ]
     t = time.perf_counter()
-    out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    proc = subprocess.Popen(cmd, env={**os.environ, "MYSQL_PWD": p["password"]}, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t
-    rss = float(out.stderr.strip().splitlines()[-1]) / 1024
-    return {"seconds": seconds, "rss_mb": rss}
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{tool} failed with exit code {proc.returncode}")
+    return {"seconds": seconds, "rss_mb": usage.ru_maxrss / 1024}
 
 
 def run_streamer(
@@ -229,10 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"written {written:,} in {time.perf_counter() - t:.1f}s; binlog {start[0]}:{start[1]} .. {end[0]}:{end[1]}"
     )
-    if start[0] != end[0]:
-        print("note: the range spans binlog files; mariadb-binlog reads only the first one")
-
-    bare = run_bare_loop(start, end)
+    bare = run_bare_loop(start, written)
     raw = run_mysqlbinlog(start, end)
     local = run_streamer(seed, work, "local", end, written)
     kafka = run_streamer(seed, work, "kafka", end, written)

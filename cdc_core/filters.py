@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -23,7 +24,7 @@ from cdc_core.config.properties import compile_regex_list, full_match_any
 from cdc_core.errors import ConfigError
 from cdc_core.events import connect_schema
 from cdc_core.schema.model import TableId, TableSchema
-from cdc_core.source import TypeMapper
+from cdc_core.source import IDENTITY, TypeMapper
 
 
 class TableFilter:
@@ -150,7 +151,6 @@ class RowShaper:
                     field_schema = connect_schema.field("string", column.name, column.nullable)
             plan.append((column.name, position, convert))
             fields.append(field_schema)
-        self.plan = plan
         key_plan = []
         key_fields = []
         for name in self.key_names:
@@ -159,22 +159,44 @@ class RowShaper:
             mapping = types.map_column(schema.columns[position], optional=False)
             key_plan.append((schema.columns[position].name, position, mapping.convert))
             key_fields.append(mapping.schema)
+        self.plan = plan
         self.key_plan = key_plan
         self.row_schema = connect_schema.row_schema(topic, fields)
         self.key_schema = connect_schema.key_schema(topic, key_fields) if key_plan else None
-
-    def row(self, values: tuple[Any, ...] | None) -> dict[str, Any] | None:
-        if values is None:
-            return None
-        return {name: convert(values[pos]) for name, pos, convert in self.plan}
+        self.row = _row_builder(plan)
+        self._key = _row_builder(key_plan)
+        self._key_positions = [pos for _, pos, _ in key_plan]
 
     def key(self, values: tuple[Any, ...]) -> dict[str, Any] | None:
-        if not self.key_plan:
-            return None
-        return {name: convert(values[pos]) for name, pos, convert in self.key_plan}
+        return self._key(values) if self.key_plan else None
 
     def key_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
-        return tuple(values[pos] for _, pos, _ in self.key_plan)
+        return tuple(values[pos] for pos in self._key_positions)
+
+
+def _row_builder(
+    plan: list[tuple[str, int, Callable[[Any], Any]]],
+) -> Callable[[tuple[Any, ...] | None], dict[str, Any] | None]:
+    """A function from positional values to the event's row dict. Columns whose values
+    are already in event form are picked in C (itemgetter + zip); only the rest are
+    converted in Python — this runs for every row the streamer emits."""
+    names = [name for name, _, _ in plan]
+    positions = [pos for _, pos, _ in plan]
+    converted = [(i, convert) for i, (_, _, convert) in enumerate(plan) if convert is not IDENTITY]
+    if not positions:
+        return lambda values: None if values is None else {}
+    getter = itemgetter(*positions)
+    single = len(positions) == 1
+
+    def build(values: tuple[Any, ...] | None) -> dict[str, Any] | None:
+        if values is None:
+            return None
+        picked = [getter(values)] if single else list(getter(values))
+        for i, convert in converted:
+            picked[i] = convert(picked[i])
+        return dict(zip(names, picked, strict=True))
+
+    return build
 
 
 def _chain(first: Callable[[Any], Any], second: Callable[[Any], Any]) -> Callable[[Any], Any]:

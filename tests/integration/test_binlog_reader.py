@@ -19,8 +19,9 @@ def test_insert_update_delete_row_events_with_column_names(mariadb_params, maria
             f"CREATE TABLE `{scratch_db}`.customers "
             "(id INT PRIMARY KEY, name VARCHAR(40) CHARACTER SET utf8mb4, email VARCHAR(80))"
         )
-        cur.execute("SHOW MASTER STATUS")
-        log_file, log_pos = cur.fetchone()[:2]
+        # MariaDB streams from a GTID position (the library ignores file/pos for MariaDB).
+        cur.execute("SELECT @@gtid_binlog_pos")
+        (start_gtid,) = cur.fetchone()
         cur.execute(f"INSERT INTO `{scratch_db}`.customers VALUES (1, 'Zoë', 'z@example.com')")
         cur.execute(f"UPDATE `{scratch_db}`.customers SET email = 'zoe@example.com' WHERE id = 1")
         cur.execute(f"DELETE FROM `{scratch_db}`.customers WHERE id = 1")
@@ -29,9 +30,7 @@ def test_insert_update_delete_row_events_with_column_names(mariadb_params, maria
     stream = BinLogStreamReader(
         connection_settings=mariadb_params,
         server_id=9001,
-        log_file=log_file,
-        log_pos=log_pos,
-        resume_stream=True,
+        auto_position=start_gtid,
         blocking=False,
         only_schemas=[scratch_db],
         only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],

@@ -6,9 +6,12 @@ modes (`decimal.handling.mode`, `bigint.unsigned.handling.mode`, `time.precision
 and a field schema; both are built once per table schema version, so the hot path is one
 function call per column.
 
-The binlog values are those python-mysql-replication decodes from the row image: ints,
-floats, `Decimal`, str (already decoded with the column charset), bytes, `datetime`,
-`date`, `timedelta`, sets for SET, bit strings for BIT. Values are positional; the schema
+The binlog values are those python-mysql-replication decodes from the row image with the
+table-map metadata that `binlog_row_metadata=FULL` provides (signedness, charsets, ENUM
+and SET members; the streamer refuses to start without it): ints, floats, `Decimal`,
+str, bytes, `datetime`, `date`, `timedelta`, sets for SET, bit strings for BIT. Values
+that are already in event form (integers, doubles, ENUM strings) get no converter at all
+(`IDENTITY`), which keeps the per-row cost down. Values are positional; the schema
 timeline supplies names and types.
 """
 
@@ -29,9 +32,10 @@ import orjson
 from cdc_core.errors import UnsupportedTypeError
 from cdc_core.events.connect_schema import Schema, field
 from cdc_core.schema.model import Column
-from cdc_core.source import ColumnMapping
+from cdc_core.source import IDENTITY, ColumnMapping
 
 Converter = Callable[[Any], Any]
+
 
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1)
@@ -84,6 +88,8 @@ def map_column(column: Column, modes: TypeModes, optional: bool | None = None) -
 
 
 def _null_safe(convert: Converter, column: Column, optional: bool) -> Converter:
+    if convert is IDENTITY:
+        return IDENTITY
     if optional:
         return lambda v: None if v is None else convert(v)
     # A NOT NULL temporal column can still yield None for MySQL's zero dates; Debezium
@@ -106,14 +112,10 @@ def _integer(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Conve
     """BOOLEAN is TINYINT(1) in MySQL and maps to INT16, as in Debezium."""
     bits = INT_TYPES[column.type_name.upper()]
     unsigned = column.unsigned
-    fix = _unsigned_fix(bits) if unsigned else _identity
     if bits == 64 and unsigned:
         if modes.bigint_unsigned == "precise":
-            return (
-                _decimal_schema(column.name, opt, 0, 20),
-                lambda v: _encode_decimal(decimal.Decimal(fix(v)), 0),
-            )
-        return field("int64", column.name, opt), lambda v: _wrap_signed64(fix(v))
+            return _decimal_schema(column.name, opt, 0, 20), lambda v: _encode_decimal(decimal.Decimal(v), 0)
+        return field("int64", column.name, opt), _wrap_signed64
     if bits == 8:
         type_ = "int16"
     elif bits == 16:
@@ -124,17 +126,7 @@ def _integer(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Conve
         type_ = "int64" if unsigned else "int32"
     else:
         type_ = "int64"
-    return field(type_, column.name, opt), fix
-
-
-def _identity(v: Any) -> Any:
-    return v
-
-
-def _unsigned_fix(bits: int) -> Converter:
-    """Binlog readers without signedness metadata return unsigned values as negative."""
-    span = 1 << bits
-    return lambda v: v + span if v < 0 else v
+    return field(type_, column.name, opt), IDENTITY
 
 
 def _wrap_signed64(v: int) -> int:
@@ -147,7 +139,7 @@ def _float(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Convert
 
 
 def _double(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    return field("float64", column.name, opt), float
+    return field("float64", column.name, opt), IDENTITY
 
 
 def _decimal_schema(name: str, opt: bool, scale: int, precision: int) -> Schema:
@@ -335,16 +327,8 @@ def _json(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converte
 
 def _enum(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
     params = {"allowed": ",".join(column.enum_values)}
-    values = column.enum_values
-
-    def convert(v: Any) -> str:
-        if isinstance(v, int):  # an index, when the reader has no enum metadata
-            return values[v - 1] if 0 < v <= len(values) else ""
-        return v
-
-    return field(
-        "string", column.name, opt, logical="io.debezium.data.Enum", version=1, parameters=params
-    ), convert
+    schema = field("string", column.name, opt, logical="io.debezium.data.Enum", version=1, parameters=params)
+    return schema, IDENTITY
 
 
 def _set(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:

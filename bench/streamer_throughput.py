@@ -6,7 +6,7 @@ written once; then the same binlog range is read by
   (b) `mariadb-binlog --read-from-remote-server` to /dev/null (the raw read limit),
   (c) `tidemark stream` into the embedded local event log,
   (d) `tidemark stream` into Kafka,
-and events/s and peak RSS are printed side by side, with (c) and (d) as ratios of (a).
+and events/s and peak RSS (processes and their children) are printed side by side, with (c) and (d) as ratios of (a).
 
     python -m bench streamer [--changes N]
 """
@@ -81,13 +81,16 @@ def write_workload(changes: int) -> int:
 
 
 def peak_rss_mb(pid: int) -> float:
+    """Peak RSS of a process plus its children (the streamer's binlog decoder process)."""
+    total = 0.0
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+                total += int(line.split()[1]) / 1024
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
-        pass
-    return float("nan")
+        return total
+    return total + sum(peak_rss_mb(int(child)) for child in children)
 
 
 def run_bare_loop(start: tuple[str, int, str], expected: int) -> dict[str, Any]:

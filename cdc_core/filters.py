@@ -37,6 +37,14 @@ class TableFilter:
         self.table_exclude = config.get("table.exclude.list")
         self.captures = lru_cache(maxsize=4096)(self._captures)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (the binlog decoder process gets one) without its cache."""
+        return {k: v for k, v in self.__dict__.items() if k != "captures"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.captures = lru_cache(maxsize=4096)(self._captures)
+
     def _captures(self, table: TableId) -> bool:
         if table.database.lower() in ("mysql", "sys", "performance_schema", "information_schema"):
             return False

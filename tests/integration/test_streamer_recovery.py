@@ -4,14 +4,17 @@ broker that goes away mid-stream."""
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections import defaultdict
 
 import pytest
 
+from tests.support.kafka import read_topic
 from tests.support.streamer import (
     admin,
+    kafka_connector,
     payloads,
     read_log,
     start_process,
@@ -98,24 +101,56 @@ def test_kill_9_inside_a_large_transaction_loses_nothing(tmp_path, mariadb_admin
     assert len(events) - rows < rows
 
 
+def test_a_killed_decoder_process_is_restarted_from_the_committed_offset(
+    tmp_path, mariadb_admin_params, scratch_db
+):
+    """The binlog is decoded in a child process; if it dies the streamer does not: it
+    restarts reading from its committed offset and nothing is lost."""
+    from pathlib import Path
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY)")
+    c = write_connector(tmp_path, scratch_db)
+    topic = f"{c.prefix}.{scratch_db}.t"
+    proc = start_process(c)
+
+    def decoder_pids():
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        return [int(p) for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+
+    try:
+        wait_for(lambda: (c.state / "status.json").exists() and decoder_pids(), 30)
+        with db.cursor() as cur:
+            for i in range(100):
+                cur.execute("INSERT INTO t VALUES (%s)", (i,))
+        (first,) = decoder_pids()
+        os.kill(first, signal.SIGKILL)
+        with db.cursor() as cur:
+            for i in range(100, 200):
+                cur.execute("INSERT INTO t VALUES (%s)", (i,))
+        wait_for(lambda: len({e["after"]["id"] for e in payloads(c, topic)}) >= 200, 60)
+        assert proc.poll() is None, "the streamer survives its decoder"
+        assert decoder_pids() and decoder_pids() != [first], "a new decoder process reads on"
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ids = [e["after"]["id"] for e in payloads(c, topic)]
+    assert sorted(set(ids)) == list(range(200))
+    assert "decoder process exited" in c.path.with_suffix(".log").read_text()
+
+
 def test_kafka_broker_outage_blocks_and_loses_nothing(
     tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap
 ):
-    from confluent_kafka import Consumer, TopicPartition
-
     from scripts.services import Kafka
 
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY)")
-    prefix = f"outage{int(time.time())}"
-    c = write_connector(
-        tmp_path,
-        scratch_db,
-        {"sink.type": "kafka", "sink.kafka.bootstrap.servers": kafka_bootstrap, "topic.prefix": prefix},
-        prefix=prefix,
-    )
-    topic = f"{prefix}.{scratch_db}.t"
+    c = kafka_connector(tmp_path, scratch_db, kafka_bootstrap, "outage")
+    topic = f"{c.prefix}.{scratch_db}.t"
     proc = start_process(c)
     broker = Kafka()
     try:
@@ -132,29 +167,14 @@ def test_kafka_broker_outage_blocks_and_loses_nothing(
         assert proc.poll() is None, "the streamer must wait for the broker, not exit"
     finally:
         broker.start()
-    consumer = Consumer(
-        {"bootstrap.servers": kafka_bootstrap, "group.id": prefix, "enable.auto.commit": False}
-    )
 
     def ids():
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        consumer.assign([TopicPartition(topic, 0, low)])
-        found = []
-        while len(found) < high - low:
-            msg = consumer.poll(5)
-            if msg is None:
-                break
-            if msg.value():
-                import orjson
-
-                found.append(orjson.loads(msg.value())["payload"]["after"]["id"])
-        return found
+        return [value["payload"]["after"]["id"] for _, value in read_topic(kafka_bootstrap, topic) if value]
 
     try:
         wait_for(lambda: len(set(ids())) >= 150, 120, interval=1)
         assert stop_process(proc) == 0
         assert sorted(set(ids())) == list(range(150))
     finally:
-        consumer.close()
         if proc.poll() is None:
             proc.kill()

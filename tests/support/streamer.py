@@ -69,6 +69,15 @@ def write_connector(
     return Connector(path, state, eventlog, prefix)
 
 
+def kafka_connector(
+    directory: Path, database: str, bootstrap: str, name: str, extra: dict[str, Any] | None = None
+) -> Connector:
+    """A connector writing to the real Kafka broker under a topic prefix unique to this run."""
+    prefix = f"{name}{int(time.time() * 1000)}"
+    props = {"sink.type": "kafka", "sink.kafka.bootstrap.servers": bootstrap, **(extra or {})}
+    return write_connector(directory, database, props, prefix=prefix)
+
+
 @contextmanager
 def running_in_process(connector: Connector, **run_kwargs: Any) -> Iterator[Any]:
     """The streamer in a background thread of this process; stopped on exit."""

@@ -7,9 +7,11 @@ timeline is cross-checked against the column names `binlog_row_metadata=FULL` wr
 into every table-map event; a disagreement stops the streamer instead of decoding a row
 with the wrong columns.
 
-python-mysql-replication reconnects silently after a lost connection, from where *it*
-thinks it is; that would replay or skip events behind the pipeline's back. The reader
-therefore lets it open exactly one stream connection and turns any further attempt into
+Decoding happens in a child process (`binlog_decoder`), in parallel with the pipeline;
+this class turns the child's plain event tuples into `LogItem`s. python-mysql-replication
+reconnects silently after a lost connection, from where *it* thinks it is; that would
+replay or skip events behind the pipeline's back. The child therefore lets it open
+exactly one stream connection, and any loss (of the connection or of the child) becomes
 a `SourceConnectionLost`, after which the streamer restarts cleanly from its committed
 offset.
 """
@@ -18,29 +20,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import time
 from collections.abc import Iterator, Mapping
+from multiprocessing.connection import Connection
 from typing import Any
 
 import pymysql
-from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.event import (
-    GtidEvent,
-    HeartbeatLogEvent,
-    MariadbGtidEvent,
-    QueryEvent,
-    RotateEvent,
-    XidEvent,
-)
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.mysql import binlog_decoder as dec
 from cdc_core.connectors.mysql import ddl, server
 from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
 from cdc_core.connectors.mysql.source_info import SOURCE_SCHEMA, TIDEMARK_VERSION
 from cdc_core.connectors.mysql.types import TypeModes, map_column
 from cdc_core.errors import PositionLostError, SchemaMismatchError, SourceUnavailableError, TidemarkError
-from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_TRUNCATE, OP_UPDATE
+from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE, OP_UPDATE
 from cdc_core.filters import TableFilter
 from cdc_core.schema.history import SchemaHistory
 from cdc_core.schema.model import Column, TableId, TableSchema
@@ -64,19 +59,6 @@ ACCESS_ERRORS = {1044, 1045, 1142, 1227, 1370, 1698}
 
 class SourceConnectionLost(SourceUnavailableError):
     """The connection to the database dropped; the streamer restarts from its offset."""
-
-
-class _OneConnection:
-    """Connection factory that refuses to reconnect (see module docstring)."""
-
-    def __init__(self) -> None:
-        self.opened = 0
-
-    def __call__(self, **kwargs: Any) -> pymysql.Connection:
-        self.opened += 1
-        if self.opened > 2:  # one control connection and one stream connection
-            raise SourceConnectionLost("lost the connection to the database")
-        return pymysql.connect(**kwargs)
 
 
 class MySqlTypeMapper:
@@ -118,9 +100,10 @@ class BinlogSource:
         )
         self.info: server.ServerInfo | None = None
         self.tables: dict[TableId, TableSchema] = {}
-        self._stream: BinLogStreamReader | None = None
+        self._decoder: multiprocessing.process.BaseProcess | None = None
+        self._pipe: Connection | None = None
         self._stopping = False
-        self._checked: dict[tuple[int, int], TableSchema] = {}
+        self._checked: dict[tuple[TableId, tuple[str | None, ...]], TableSchema] = {}
         # log state
         self.file = ""
         self.epoch = 0
@@ -129,7 +112,6 @@ class BinlogSource:
         self._txn_gtids: Any = None
         self._in_txn = False
         self._thread: int | None = None
-        self._first_event: Any = None
         self._begin_pos = 0
         self._restart: dict[str, Any] = {}
 
@@ -154,47 +136,67 @@ class BinlogSource:
         self._start_stream(position)
 
     def read(self) -> Iterator[list[LogItem]]:
-        try:
-            yield from self._read()
-        except pymysql.err.OperationalError as exc:
-            raise self._connection_error(exc, "lost the binlog connection to") from None
-        except (pymysql.err.InterfaceError, ConnectionError) as exc:
-            raise SourceConnectionLost(f"lost the binlog connection: {exc}") from None
-
-    def _read(self) -> Iterator[list[LogItem]]:
-        assert self._stream is not None
         batch: list[LogItem] = []
         started = time.monotonic()
-        stream = self._stream
         while not self._stopping:
-            event = self._first_event or stream.fetchone()
-            self._first_event = None
-            if event is None:
+            records = self._receive(0.2)
+            if records is None:  # nothing arrived in time
                 if batch:
                     yield batch
-                    batch = []
+                    batch, started = [], time.monotonic()
                 continue
-            if isinstance(event, HeartbeatLogEvent):
-                if not self._in_txn:
-                    batch.append(PositionAdvance(self._position(stream.log_pos), int(time.time() * 1000)))
-                yield batch
-                batch, started = [], time.monotonic()
-                continue
-            self._handle(event, stream, batch)
-            if len(batch) >= self.batch_size or (batch and time.monotonic() - started > 0.1):
-                yield batch
-                batch, started = [], time.monotonic()
+            for record in records:
+                if record[0] == dec.HEARTBEAT:
+                    if not self._in_txn:
+                        batch.append(PositionAdvance(self._position(record[1]), int(time.time() * 1000)))
+                    yield batch
+                    batch, started = [], time.monotonic()
+                    continue
+                self._handle(record, batch)
+                if len(batch) >= self.batch_size or (batch and time.monotonic() - started > 0.1):
+                    yield batch
+                    batch, started = [], time.monotonic()
         if batch:
             yield batch
+
+    def _receive(self, timeout: float) -> list[tuple[Any, ...]] | None:
+        """The next batch of event records from the decoder, or None after `timeout`."""
+        pipe = self._pipe
+        assert pipe is not None
+        try:
+            if not pipe.poll(timeout):
+                return None
+            message = pipe.recv()
+        except (EOFError, OSError):
+            raise SourceConnectionLost("the binlog decoder process exited unexpectedly") from None
+        if message[0] == dec.EVENTS:
+            return message[1]
+        raise self._failure(message, "lost the binlog connection to")
+
+    def _failure(self, message: tuple[Any, ...], doing: str) -> TidemarkError:
+        """A failure the decoder reported, as the error the streamer acts on."""
+        _, kind, args, text = message
+        if kind == "operational":
+            return self._connection_error(pymysql.err.OperationalError(*args), doing)
+        if kind == "connection":
+            return SourceConnectionLost(f"{doing} the database: {text}")
+        return TidemarkError(f"the binlog decoder failed: {kind}: {text}")
 
     def stop(self) -> None:
         self._stopping = True
 
     def close(self) -> None:
-        if self._stream is not None:
-            with contextlib.suppress(Exception):  # closing a dead socket is not worth reporting
-                self._stream.close()
-            self._stream = None
+        if self._pipe is not None:
+            with contextlib.suppress(Exception):
+                self._pipe.close()
+            self._pipe = None
+        if self._decoder is not None:
+            self._decoder.terminate()
+            self._decoder.join(10)
+            if self._decoder.is_alive():
+                self._decoder.kill()
+                self._decoder.join(5)
+            self._decoder = None
 
     def status(self, offset: Mapping[str, Any] | None) -> SourceStatus:
         head = None
@@ -315,45 +317,41 @@ class BinlogSource:
         kwargs: dict[str, Any] = {
             "connection_settings": self.params,
             "server_id": self.server_id,
-            "blocking": True,
             "resume_stream": True,
-            "slave_heartbeat": 1.0,
             "is_mariadb": self.info.mariadb,
-            "only_events": [
-                MariadbGtidEvent,
-                GtidEvent,
-                QueryEvent,
-                XidEvent,
-                RotateEvent,
-                HeartbeatLogEvent,
-                WriteRowsEvent,
-                UpdateRowsEvent,
-                DeleteRowsEvent,
-            ],
-            "pymysql_wrapper": _OneConnection(),
-            "enable_logging": False,
         }
         if self._use_gtids():
             kwargs["auto_position"] = str(self.gtids)
         else:
             kwargs["log_file"] = position["file"]
             kwargs["log_pos"] = position["pos"]
+        context = multiprocessing.get_context("spawn")
+        parent, child = context.Pipe(duplex=False)
+        self._pipe = parent
+        self._decoder = context.Process(
+            target=dec.run,
+            args=(child, kwargs, self.tables_filter, self.signal_table),
+            name=f"tidemark-binlog-decoder-{self.name}",
+            daemon=True,
+        )
+        self._decoder.start()
+        child.close()
+        # The server checks the requested position when the dump starts, and the decoder
+        # reads one event before it reports: a purged position fails here, at start.
         try:
-            self._stream = BinLogStreamReader(**kwargs)
-            # The server checks the requested position when the dump starts: read one event
-            # now so a purged position fails at start, not somewhere in the reader thread.
-            self._first_event = self._stream.fetchone()
-        except pymysql.err.OperationalError as exc:
-            if exc.args and exc.args[0] == ER_MASTER_FATAL_ERROR_READING_BINLOG:
-                raise self._purged(position) from None
-            raise self._connection_error(exc, "cannot start reading the binlog from") from None
-        self.file = self._stream.log_file or self.file
-
-    def _note_query_start(self, event: Any) -> None:
-        """Without a GTID event, a statement's restart point is its own start."""
-        if not self._pending_gtid and not self._in_txn:
-            self._begin_pos = self._event_start(event)
-            self._restart = self._position(self._begin_pos)
+            message = parent.recv()
+        except (EOFError, OSError):
+            self.close()
+            raise SourceConnectionLost("the binlog decoder process exited before it started") from None
+        if message[0] == dec.FAILED:
+            self.close()
+            if (
+                message[1] == "operational"
+                and message[2]
+                and message[2][0] == ER_MASTER_FATAL_ERROR_READING_BINLOG
+            ):
+                raise self._purged(position)
+            raise self._failure(message, "cannot start reading the binlog from")
 
     # ------------------------------------------------------------------ events
 
@@ -368,29 +366,27 @@ class BinlogSource:
             position["gtids"] = str(self.gtids)
         return position
 
-    def _handle(self, event: Any, stream: BinLogStreamReader, batch: list[LogItem]) -> None:
-        if isinstance(event, RotateEvent):
-            self.file = event.next_binlog
-            return
-        ts_ms = event.timestamp * 1000
-        if isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
-            self._rows(event, batch, ts_ms)
-        elif isinstance(event, MariadbGtidEvent):
-            self._gtid(event.gtid, event, batch, ts_ms, begins=not (event.flags & 1))
-        elif isinstance(event, GtidEvent):
-            self._gtid(event.gtid, event, batch, ts_ms, begins=False)
-        elif isinstance(event, QueryEvent):
-            self._query(event, stream, batch, ts_ms)
-        elif isinstance(event, XidEvent):
-            self._commit(stream.log_pos, batch, ts_ms)
+    def _handle(self, record: tuple[Any, ...], batch: list[LogItem]) -> None:
+        kind = record[0]
+        if kind == dec.ROWS:
+            self._rows(record, batch)
+        elif kind == dec.ROTATE:
+            self.file = record[1]
+        elif kind == dec.MARIADB_GTID:
+            _, gtid, flags, timestamp, start = record
+            self._gtid(gtid, start, batch, timestamp * 1000, begins=not (flags & 1))
+        elif kind == dec.MYSQL_GTID:
+            _, gtid, timestamp, start = record
+            self._gtid(gtid, start, batch, timestamp * 1000, begins=False)
+        elif kind == dec.QUERY:
+            self._query(record, batch)
+        elif kind == dec.XID:
+            self._commit(record[2], batch, record[1] * 1000)
 
-    def _event_start(self, event: Any) -> int:
-        return event.packet.log_pos - event.event_size
-
-    def _gtid(self, gtid: str, event: Any, batch: list[LogItem], ts_ms: int, begins: bool) -> None:
+    def _gtid(self, gtid: str, start: int, batch: list[LogItem], ts_ms: int, begins: bool) -> None:
         """A GTID event starts a transaction (MariaDB) or names the next one (MySQL)."""
         self._pending_gtid = gtid
-        self._begin_pos = self._event_start(event)
+        self._begin_pos = start
         self._restart = self._position(self._begin_pos)
         if begins:
             self._begin(batch, ts_ms)
@@ -424,36 +420,40 @@ class BinlogSource:
             self._txn_gtids = None
         self._pending_gtid = None
 
-    def _query(self, event: QueryEvent, stream: BinLogStreamReader, batch: list[LogItem], ts_ms: int) -> None:
-        query = event.query.strip()
+    def _query(self, record: tuple[Any, ...], batch: list[LogItem]) -> None:
+        _, query, database, thread_id, timestamp, start, end_pos = record
+        ts_ms = timestamp * 1000
+        query = query.strip()
         upper = query[:10].upper()
         if upper.startswith("BEGIN"):
             if self._in_txn:
                 return
             if not self._pending_gtid:
-                self._begin_pos = self._event_start(event)
+                self._begin_pos = start
                 self._restart = self._position(self._begin_pos)
-            self._thread = event.slave_proxy_id
+            self._thread = thread_id
             self._begin(batch, ts_ms)
             return
         if upper.startswith("COMMIT"):
-            self._commit(stream.log_pos, batch, ts_ms)
+            self._commit(end_pos, batch, ts_ms)
             return
         if upper.startswith(("ROLLBACK", "SAVEPOINT", "XA ")):
             return
-        self._note_query_start(event)
-        database = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
-        self._ddl(query, database or None, stream.log_pos, batch, ts_ms, event)
+        if not self._pending_gtid and not self._in_txn:
+            # Without a GTID event, a statement's restart point is its own start.
+            self._begin_pos = start
+            self._restart = self._position(self._begin_pos)
+        self._ddl(query, database or None, end_pos, batch, ts_ms, start)
 
     def _ddl(
-        self, query: str, database: str | None, end_pos: int, batch: list[LogItem], ts_ms: int, event: Any
+        self, query: str, database: str | None, end_pos: int, batch: list[LogItem], ts_ms: int, start: int
     ) -> None:
         try:
             outcome = ddl.apply_ddl(query, database, self.tables)
         except ddl.UnparseableDdlError as exc:
             if not self.skip_unparseable:
                 raise TidemarkError(
-                    f"cannot parse DDL at {self.file}:{self._event_start(event)}: {exc}. Set "
+                    f"cannot parse DDL at {self.file}:{start}: {exc}. Set "
                     "schema.history.internal.skip.unparseable.ddl=true to skip such statements (only if they do "
                     "not change captured tables)"
                 ) from None
@@ -516,43 +516,47 @@ class BinlogSource:
         if not self._in_txn:
             self._pending_gtid = None
 
-    def _rows(self, event: Any, batch: list[LogItem], ts_ms: int) -> None:
-        table_id = TableId(event.schema, event.table)
-        if not self.tables_filter.captures(table_id) and str(table_id) != self.signal_table:
+    def _rows(self, record: tuple[Any, ...], batch: list[LogItem]) -> None:
+        _, op, db, table, names, timestamp, start, _end, rows, error = record
+        table_id = TableId(db, table)
+        schema = self._schema_for(table_id, names)
+        if rows is None:
+            self._decode_failure(table_id, start, error)
             return
-        schema = self._schema_for(event, table_id)
-        if isinstance(event, WriteRowsEvent):
-            op = OP_CREATE
-        elif isinstance(event, UpdateRowsEvent):
-            op = OP_UPDATE
-        else:
-            op = OP_DELETE
-        start = self._event_start(event)
+        ts_ms = timestamp * 1000
         gtid = self._pending_gtid
-        try:
-            rows = event.rows
-        except Exception as exc:
-            self._decode_failure(table_id, start, exc)
-            return
-        for index, row in enumerate(rows):
-            if op == OP_UPDATE:
-                before = tuple(row["before_values"].values())
-                after = tuple(row["after_values"].values())
-            elif op == OP_CREATE:
-                before, after = None, tuple(row["values"].values())
-            else:
-                before, after = tuple(row["values"].values()), None
-            source = self._source_block(event.schema, event.table, ts_ms, gtid, start, index)
-            batch.append(RowChange(schema, op, before, after, source, ts_ms))
+        source_block = self._source_block
+        append = batch.append
+        if op == OP_UPDATE:
+            for index, (before, after) in enumerate(rows):
+                append(
+                    RowChange(
+                        schema, op, before, after, source_block(db, table, ts_ms, gtid, start, index), ts_ms
+                    )
+                )
+        elif op == OP_CREATE:
+            for index, after in enumerate(rows):
+                append(
+                    RowChange(
+                        schema, op, None, after, source_block(db, table, ts_ms, gtid, start, index), ts_ms
+                    )
+                )
+        else:
+            for index, before in enumerate(rows):
+                append(
+                    RowChange(
+                        schema, op, before, None, source_block(db, table, ts_ms, gtid, start, index), ts_ms
+                    )
+                )
 
-    def _decode_failure(self, table_id: TableId, pos: int, exc: Exception) -> None:
-        message = f"cannot decode a row event of {table_id} at {self.file}:{pos}: {exc}"
+    def _decode_failure(self, table_id: TableId, pos: int, error: str) -> None:
+        message = f"cannot decode a row event of {table_id} at {self.file}:{pos}: {error}"
         if self.failure_mode == "fail":
             raise TidemarkError(message + " (event.processing.failure.handling.mode=fail)") from None
         if self.failure_mode == "warn":
             log.warning("%s; skipped", message)
 
-    def _schema_for(self, event: Any, table_id: TableId) -> TableSchema:
+    def _schema_for(self, table_id: TableId, names: tuple[str | None, ...]) -> TableSchema:
         """The timeline's schema, checked once per table-map against its FULL metadata."""
         schema = self.tables.get(table_id)
         if schema is None:
@@ -561,17 +565,16 @@ class BinlogSource:
                 "the history is incomplete (was it created with store.only.captured.tables.ddl while the capture "
                 "list changed?). Reset the connector's state to rebuild it from the current schema."
             )
-        key = (event.table_id, id(event.columns))
+        key = (table_id, names)
         if self._checked.get(key) is schema:
             return schema
-        names = [c.name for c in event.columns]
         expected = list(schema.column_names)
         if len(names) != len(expected) or any(
             n is not None and not n.startswith("UNKNOWN_COL") and n.lower() != e.lower()
             for n, e in zip(names, expected, strict=False)
         ):
             raise SchemaMismatchError(
-                f"the binlog's table map for {table_id} at {self.file} has columns {names}, but the schema "
+                f"the binlog's table map for {table_id} at {self.file} has columns {list(names)}, but the schema "
                 f"history says {expected}; refusing to decode rows with the wrong columns. A DDL statement was "
                 "probably missed (applied with sql_log_bin=0?). Reset the connector's state to rebuild the "
                 "history from the current schema."

@@ -1,0 +1,227 @@
+"""Binlog decoding in a child process, so parsing runs in parallel with the pipeline.
+
+Decoding row images in python-mysql-replication is pure Python and costs more per row
+than everything the pipeline does afterwards; in one process the two share one GIL and
+the streamer can only be as fast as their sum. The reader therefore runs the library in
+a child process that turns each event into a small tuple (below) and sends them to the
+parent in batches over a pipe. The parent keeps all state that matters (positions, GTIDs,
+the schema timeline, transactions), so the child can be killed at any moment: the
+streamer restarts it from its committed offset, exactly as after a lost connection.
+
+Row events of tables that are not captured are dropped in the child without decoding
+their rows. A full pipe blocks the child: backpressure reaches the server socket, and
+memory stays bounded.
+
+Records (plain tuples, cheap to pickle):
+    (ROTATE, next_binlog)
+    (HEARTBEAT, log_pos)
+    (ROWS, op, schema, table, column_names, timestamp, start_pos, log_pos, rows, error)
+        rows: value tuples; for updates (before, after) pairs; None when decoding failed
+    (MARIADB_GTID, gtid, flags, timestamp, start_pos)
+    (MYSQL_GTID, gtid, timestamp, start_pos)
+    (QUERY, query, schema, thread_id, timestamp, start_pos, log_pos)
+    (XID, timestamp, log_pos)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.event import (
+    GtidEvent,
+    HeartbeatLogEvent,
+    MariadbGtidEvent,
+    QueryEvent,
+    RotateEvent,
+    XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
+from cdc_core.schema.model import TableId
+
+ROTATE, HEARTBEAT, ROWS, MARIADB_GTID, MYSQL_GTID, QUERY, XID = range(7)
+
+# Messages from the child.
+STARTED, EVENTS, FAILED = "started", "events", "failed"
+
+BATCH_EVENTS = 256
+BATCH_SECONDS = 0.05
+
+
+class _OneConnection:
+    """Connection factory that refuses to reconnect: python-mysql-replication would resume
+    silently from where *it* thinks it is, behind the pipeline's back."""
+
+    def __init__(self) -> None:
+        self.opened = 0
+
+    def __call__(self, **kwargs: Any) -> Any:
+        import pymysql
+
+        self.opened += 1
+        if self.opened > 2:  # one control connection and one stream connection
+            raise ConnectionResetError("lost the connection to the database")
+        return pymysql.connect(**kwargs)
+
+
+def _die_with_parent() -> None:
+    """After `kill -9` of the streamer nothing would stop this process otherwise."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:
+        os._exit(0)
+
+
+def run(conn: Connection, reader_kwargs: dict[str, Any], tables: Any, signal_table: str | None) -> None:
+    """Child process entry point."""
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    try:
+        stream = _open(reader_kwargs)
+        first = stream.fetchone()
+    except BaseException as exc:
+        _send_failure(conn, exc)
+        return
+    conn.send((STARTED,))
+    try:
+        _pump(conn, stream, first, tables, signal_table)
+    except (BrokenPipeError, EOFError, OSError) as exc:
+        if isinstance(exc, (BrokenPipeError, EOFError)) or exc.errno == 32:
+            return  # the parent went away or closed the pipe
+        _send_failure(conn, exc)
+    except BaseException as exc:
+        _send_failure(conn, exc)
+    finally:
+        with contextlib.suppress(Exception):
+            stream.close()
+
+
+def _open(kwargs: dict[str, Any]) -> Any:
+    return BinLogStreamReader(
+        **kwargs,
+        blocking=True,
+        slave_heartbeat=1.0,
+        only_events=[
+            MariadbGtidEvent,
+            GtidEvent,
+            QueryEvent,
+            XidEvent,
+            RotateEvent,
+            HeartbeatLogEvent,
+            WriteRowsEvent,
+            UpdateRowsEvent,
+            DeleteRowsEvent,
+        ],
+        pymysql_wrapper=_OneConnection(),
+        enable_logging=False,
+    )
+
+
+def _send_failure(conn: Connection, exc: BaseException) -> None:
+    import pymysql
+
+    if isinstance(exc, pymysql.err.OperationalError):
+        kind = "operational"
+    elif isinstance(exc, (pymysql.err.InterfaceError, ConnectionError)):
+        kind = "connection"
+    else:
+        kind = type(exc).__name__
+    args = tuple(a if isinstance(a, (int, str)) else str(a) for a in exc.args)
+    with contextlib.suppress(Exception):
+        conn.send((FAILED, kind, args, str(exc)))
+
+
+def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: str | None) -> None:
+    ops = {WriteRowsEvent: OP_CREATE, UpdateRowsEvent: OP_UPDATE, DeleteRowsEvent: OP_DELETE}
+    names_cache: dict[int, tuple[int, tuple[str | None, ...]]] = {}
+    wanted: dict[tuple[str, str], bool] = {}
+    batch: list[tuple[Any, ...]] = []
+    started = time.monotonic()
+    event = first
+    while True:
+        if event is None:
+            event = stream.fetchone()
+            if event is None:
+                continue
+        kind = type(event)
+        op = ops.get(kind)
+        if op is not None:
+            key = (event.schema, event.table)
+            keep = wanted.get(key)
+            if keep is None:
+                keep = wanted[key] = tables.captures(TableId(*key)) or f"{key[0]}.{key[1]}" == signal_table
+            if keep:
+                batch.append(_rows(event, op, names_cache))
+        elif kind is HeartbeatLogEvent:
+            batch.append((HEARTBEAT, stream.log_pos))
+            conn.send((EVENTS, batch))
+            batch, started = [], time.monotonic()
+        elif kind is RotateEvent:
+            batch.append((ROTATE, event.next_binlog))
+        elif kind is MariadbGtidEvent:
+            batch.append((MARIADB_GTID, event.gtid, event.flags, event.timestamp, _start(event)))
+        elif kind is GtidEvent:
+            batch.append((MYSQL_GTID, event.gtid, event.timestamp, _start(event)))
+        elif kind is QueryEvent:
+            schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
+            batch.append(
+                (
+                    QUERY,
+                    event.query,
+                    schema,
+                    event.slave_proxy_id,
+                    event.timestamp,
+                    _start(event),
+                    stream.log_pos,
+                )
+            )
+        elif kind is XidEvent:
+            batch.append((XID, event.timestamp, stream.log_pos))
+        event = None
+        if len(batch) >= BATCH_EVENTS or (batch and time.monotonic() - started > BATCH_SECONDS):
+            conn.send((EVENTS, batch))
+            batch, started = [], time.monotonic()
+
+
+def _start(event: Any) -> int:
+    return event.packet.log_pos - event.event_size
+
+
+def _rows(event: Any, op: str, names_cache: dict[int, tuple[int, tuple[str | None, ...]]]) -> tuple[Any, ...]:
+    cached = names_cache.get(event.table_id)
+    if cached is None or cached[0] != id(event.columns):
+        # One tuple object per table map: pickle sends it once per batch.
+        cached = names_cache[event.table_id] = (id(event.columns), tuple(c.name for c in event.columns))
+    try:
+        rows = event.rows
+        if op == OP_UPDATE:
+            decoded: list[Any] = [
+                (tuple(r["before_values"].values()), tuple(r["after_values"].values())) for r in rows
+            ]
+        else:
+            decoded = [tuple(r["values"].values()) for r in rows]
+        error = None
+    except Exception as exc:
+        decoded, error = None, f"{type(exc).__name__}: {exc}"
+    return (
+        ROWS,
+        op,
+        event.schema,
+        event.table,
+        cached[1],
+        event.timestamp,
+        _start(event),
+        event.packet.log_pos,
+        decoded,
+        error,
+    )

@@ -1,0 +1,1 @@
+"""Incremental snapshots (DBLog watermarks): windows, the snapshot context kept in the offsets, chunk planning."""

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc_core.events.connect_schema import Schema
 from cdc_core.schema.model import Column, TableId, TableSchema
+
+if TYPE_CHECKING:
+    from cdc_core.snapshot.chunks import ChunkSource
 
 
 @dataclass(slots=True)
@@ -79,7 +82,15 @@ class PositionAdvance:
     ts_ms: int
 
 
-LogItem = TransactionBegin | RowChange | TransactionCommit | SchemaChange | PositionAdvance
+@dataclass(slots=True)
+class StateChange:
+    """The snapshot state changed at this point of the log (a signal, a watermark, a
+    release); offsets from here on carry `snapshot`. Made by the snapshot stage."""
+
+    snapshot: dict[str, Any] | None
+
+
+LogItem = TransactionBegin | RowChange | TransactionCommit | SchemaChange | PositionAdvance | StateChange
 
 
 def IDENTITY(v: Any) -> Any:
@@ -129,6 +140,14 @@ class Source(Protocol):
     def read(self) -> Iterator[list[LogItem]]:
         """Batches of log items in log order; blocks while the log is idle (but yields an
         empty list at least every second so the caller can stop)."""
+        ...
+
+    def current_tables(self) -> Mapping[TableId, TableSchema]:
+        """The schema timeline at the reader's position (right after `open`: the start)."""
+        ...
+
+    def chunk_source(self) -> ChunkSource:
+        """A new connection for snapshot chunk reads and watermark writes."""
         ...
 
     def stop(self) -> None: ...

@@ -23,6 +23,13 @@ def _key_columns(value: str) -> str | None:
     return None
 
 
+def _channels(value: list[str]) -> str | None:
+    bad = [v for v in value if v not in ("source", "kafka", "file")]
+    if bad:
+        return f"channels must be among source, kafka, file; got {bad}"
+    return None
+
+
 def _skipped_ops(value: list[str]) -> str | None:
     bad = [v for v in value if v not in ("c", "u", "d", "t", "none")]
     if bad:
@@ -146,6 +153,50 @@ COMMON_PROPERTIES: list[Property] = [
         "signal.data.collection",
         "str",
         description="The signal table, `db.table` (Debezium-compatible: id, type, data).",
+    ),
+    Property(
+        "signal.enabled.channels",
+        "list",
+        default=["source"],
+        check=_channels,
+        description="Where signals come from: any of source (the signal table), kafka, file.",
+    ),
+    Property(
+        "signal.kafka.topic",
+        "str",
+        description="Signal topic (kafka channel); message keys must equal `topic.prefix`.",
+    ),
+    Property(
+        "signal.kafka.bootstrap.servers",
+        "str",
+        description="Brokers of the signal topic (default: `sink.kafka.bootstrap.servers`).",
+    ),
+    Property(
+        "signal.file",
+        "str",
+        description="JSON-lines signal file (file channel): one `{id, type, data}` per line.",
+    ),
+    Property(
+        "signal.poll.interval.ms",
+        "int",
+        default=1000,
+        minimum=10,
+        description="How often the kafka and file channels look for signals.",
+    ),
+    Property(
+        "incremental.snapshot.chunk.size",
+        "int",
+        default=1024,
+        minimum=1,
+        description="Rows per snapshot window (chunk).",
+    ),
+    Property(
+        "snapshot.mode",
+        "enum",
+        default="no_data",
+        choices=("no_data", "initial"),
+        description="`initial`: at first start, snapshot every captured table incrementally while streaming "
+        "(streaming never waits); `no_data`: schema only.",
     ),
     Property(
         "event.processing.failure.handling.mode",

@@ -25,6 +25,7 @@ from cdc_core.events.envelope import (
     OLDKEY_HEADER,
     OP_CREATE,
     OP_DELETE,
+    OP_READ,
     OP_TRUNCATE,
     OP_UPDATE,
     ChangeEvent,
@@ -39,6 +40,7 @@ from cdc_core.source import (
     RowChange,
     SchemaChange,
     Source,
+    StateChange,
     TransactionBegin,
     TransactionCommit,
 )
@@ -51,9 +53,19 @@ from cdc_core.transactions import (
 )
 
 
-def make_offset(source: dict[str, Any], in_txn: bool, rows_done: int, schema_seq: int) -> dict[str, Any]:
-    """The committed-offset document: where to resume and what to skip there."""
-    return {"source": source, "in_txn": in_txn, "rows_done": rows_done, "schema_seq": schema_seq}
+def make_offset(
+    source: dict[str, Any],
+    in_txn: bool,
+    rows_done: int,
+    schema_seq: int,
+    snapshot: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The committed-offset document: where to resume, what to skip there, and the
+    snapshot state at that point of the log."""
+    offset = {"source": source, "in_txn": in_txn, "rows_done": rows_done, "schema_seq": schema_seq}
+    if snapshot is not None:
+        offset["snapshot"] = snapshot
+    return offset
 
 
 @dataclass
@@ -101,6 +113,7 @@ class Dispatcher:
         self._shapers: dict[int, _ShaperEntry] = {}
         self.stats = DispatchStats()
         self.schema_seq = int(resume.get("schema_seq", 0)) if resume else 0
+        self.snapshot_state: dict[str, Any] | None = resume.get("snapshot") if resume else None
         # After a restart inside a transaction: suppress its BEGIN and this many rows.
         self._suppress_rows = int(resume["rows_done"]) if resume and resume.get("in_txn") else -1
         self._txn: OpenTransaction | None = None
@@ -148,6 +161,8 @@ class Dispatcher:
                 self._schema_change(item, out)
             elif isinstance(item, PositionAdvance):
                 self._advance(item.position, item.ts_ms)
+            elif isinstance(item, StateChange):
+                self.snapshot_state = item.snapshot
             else:
                 raise TypeError(f"unknown log item {item!r}")
         return out
@@ -163,7 +178,7 @@ class Dispatcher:
         self._rows_in_txn = 0
         if not self.txn_metadata or self._suppress_rows >= 0:
             return
-        offset = make_offset(item.restart, True, 0, self.schema_seq)
+        offset = make_offset(item.restart, True, 0, self.schema_seq, self.snapshot_state)
         key = self.key_serializer.wrap(self._txn_key_schema, {"id": item.id})
         value = self.value_serializer.wrap(self._txn_value_schema, begin_payload(self._txn))
         self._emit([Record(self.transaction_topic, key, value)], offset, out)
@@ -171,7 +186,7 @@ class Dispatcher:
     def _commit(self, item: TransactionCommit, out: list[tuple[Record, int]]) -> None:
         txn, self._txn = self._txn, None
         self._suppress_rows = -1
-        offset = make_offset(item.position, False, 0, self.schema_seq)
+        offset = make_offset(item.position, False, 0, self.schema_seq, self.snapshot_state)
         self.stats.last_position = item.position
         records = []
         if txn is not None and self.txn_metadata and txn.total > 0:
@@ -181,7 +196,7 @@ class Dispatcher:
         self._emit(records, offset, out)
 
     def _advance(self, position: dict[str, Any], ts_ms: int) -> None:
-        self.tracker.add(make_offset(position, False, 0, self.schema_seq), 0)
+        self.tracker.add(make_offset(position, False, 0, self.schema_seq, self.snapshot_state), 0)
         self.stats.last_position = position
 
     def _row(self, item: RowChange, out: list[tuple[Record, int]]) -> None:
@@ -196,7 +211,9 @@ class Dispatcher:
         events = self._events(item, shaper)
         if suppressed:
             return
-        offset = make_offset(self._restart or {}, True, self._rows_in_txn, self.schema_seq)
+        offset = make_offset(
+            self._restart or {}, True, self._rows_in_txn, self.schema_seq, self.snapshot_state
+        )
         records: list[Record] = []
         if len(events) == 2:  # primary-key change: delete of the old key, create of the new key
             delete, create = events
@@ -231,7 +248,7 @@ class Dispatcher:
         op = item.op
         if op == OP_TRUNCATE:
             return [ChangeEvent(topic, op, None, None, None, item.source, self._block(name), now)]
-        key_source = item.after if op == OP_CREATE else item.before
+        key_source = item.after if op in (OP_CREATE, OP_READ) else item.before
         if (
             op == OP_UPDATE
             and shaper.key_plan
@@ -282,7 +299,7 @@ class Dispatcher:
 
     def _schema_change(self, item: SchemaChange, out: list[tuple[Record, int]]) -> None:
         self.schema_seq = item.history_seq
-        offset = make_offset(item.position, False, 0, self.schema_seq)
+        offset = make_offset(item.position, False, 0, self.schema_seq, self.snapshot_state)
         self.stats.last_position = item.position
         captured = [t for t in item.affected if self.tables.captures(t)]
         database_level = not item.affected and item.database and self.tables.captures_database(item.database)

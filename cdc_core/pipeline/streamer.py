@@ -29,11 +29,17 @@ from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.registry import connector_module
 from cdc_core.errors import SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import Record
+from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.offsets.store import FileOffsetStore, KafkaOffsetStore, OffsetStore
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
 from cdc_core.schema.history import SchemaHistory
+from cdc_core.schema.model import TableId
 from cdc_core.sinks.base import Sink
+from cdc_core.snapshot.context import SnapshotContext
+from cdc_core.snapshot.coordinator import ChunkCoordinator
+from cdc_core.snapshot.stage import SnapshotStage
+from cdc_core.snapshot.staging import LocalStaging
 from cdc_core.source import Source
 
 log = logging.getLogger("tidemark.streamer")
@@ -85,6 +91,7 @@ class StateLayout:
         self.history = self.root / "schema_history"
         self.lease = self.root / "streamer.lock"
         self.status = self.root / "status.json"
+        self.staging = self.root / "snapshot_staging"
 
 
 def open_offset_store(config: ConnectorConfig, layout: StateLayout) -> OffsetStore:
@@ -223,6 +230,11 @@ class Streamer:
         _Failure: the reader or the sink failed (after committing what was acknowledged)."""
         dispatcher = Dispatcher(self.config, source, self.tracker, resume=self.committed)
         self.dispatcher = dispatcher
+        stage = self._snapshot_stage(source)
+        self.stage = stage
+        chunks = ChunkCoordinator(stage, source.chunk_source, lambda t: source.current_tables().get(t))
+        if stage.signal_table is not None:
+            chunks.start()
         batches: queue.Queue[Any] = queue.Queue(maxsize=self.queue_batches)
         reader = threading.Thread(target=self._read, args=(source, batches), name="log-reader", daemon=True)
         reader.start()
@@ -246,7 +258,7 @@ class Streamer:
                     break
                 if item:
                     before = dispatcher.stats.events
-                    records = dispatcher.process(item)
+                    records = dispatcher.process(stage.process(item))
                     if records:
                         self.sink.send(records)
                     produced = dispatcher.stats.events - before
@@ -275,6 +287,7 @@ class Streamer:
         except TidemarkError as exc:
             failure = _Failure(exc)
         finally:
+            chunks.stop()
             source.stop()
             self._drain(batches)
             reader.join(timeout=10)
@@ -332,6 +345,37 @@ class Streamer:
         if offset is not None:
             self.offsets.commit(offset)
             self.committed = offset
+            stage = getattr(self, "stage", None)
+            if stage is not None:
+                stage.after_commit(offset.get("snapshot"))
+
+    def _snapshot_stage(self, source: Source) -> SnapshotStage:
+        """The snapshot stage for one reader session, from the committed snapshot state."""
+        config = self.config
+        context = SnapshotContext.from_json((self.committed or {}).get("snapshot"))
+        signal_table = config.get("signal.data.collection")
+        tables = TableFilter(config)
+        rules = ColumnRules(config)
+
+        def key_columns(table_id: TableId) -> tuple[str, ...]:
+            schema = source.current_tables().get(table_id)
+            return () if schema is None else tuple(rules.key_for(schema))
+
+        stage = SnapshotStage(
+            context,
+            source.current_tables(),
+            tables.captures,
+            TableId.parse(signal_table) if signal_table else None,
+            LocalStaging(self.layout.staging),
+            config.get("incremental.snapshot.chunk.size"),
+            key_columns,
+        )
+        if self.committed is None and config.get("snapshot.mode") == "initial":
+            if signal_table is None:
+                raise TidemarkError("snapshot.mode=initial needs signal.data.collection for its watermarks")
+            captured = sorted(t for t in source.current_tables() if tables.captures(t))
+            stage.start_snapshot("initial", captured, kind="initial")
+        return stage
 
     def _heartbeat(self) -> None:
         prefix = self.config.topic_prefix
@@ -367,6 +411,7 @@ class Streamer:
             "events_total": self.events_total,
             "per_table": dict(stats.per_table) if stats else {},
             "committed": self.committed,
+            "snapshots": stage.progress() if (stage := getattr(self, "stage", None)) is not None else None,
             **extra,
         }
         self.layout.root.mkdir(parents=True, exist_ok=True)

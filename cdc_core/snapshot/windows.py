@@ -37,7 +37,9 @@ class Window:
     lo: Key | None  # exclusive; None: from the first key
     hi: Key | None  # inclusive; None: to the last key
     exact_range: bool = True
+    key_columns: tuple[str, ...] = ()
     recorded: set[Key] = field(default_factory=set)
+    schema_changed: bool = False  # the key columns vanished mid-window: never release it
 
     def covers(self, key: Key) -> bool:
         if not self.exact_range:
@@ -102,6 +104,13 @@ class WindowTracker:
 
     def open_windows(self) -> list[Window]:
         return list(self._by_id.values())
+
+    def observed_tables(self) -> Any:
+        """A live view of the tables that have open windows."""
+        return self._by_table.keys()
+
+    def windows_of(self, table: TableId) -> list[Window]:
+        return self._by_table.get(table, [])
 
 
 def release(

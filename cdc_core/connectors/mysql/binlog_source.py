@@ -182,6 +182,14 @@ class BinlogSource:
             return SourceConnectionLost(f"{doing} the database: {text}")
         return TidemarkError(f"the binlog decoder failed: {kind}: {text}")
 
+    def current_tables(self) -> Mapping[TableId, TableSchema]:
+        return self.tables
+
+    def chunk_source(self) -> Any:
+        from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
+
+        return MySqlChunkSource(self.params, self.signal_table)
+
     def stop(self) -> None:
         self._stopping = True
 

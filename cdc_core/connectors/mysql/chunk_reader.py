@@ -1,0 +1,138 @@
+"""Snapshot chunk reads and watermark writes on MySQL/MariaDB.
+
+Boundaries and ranges use row-value comparisons (`(a, b) > (%s, %s)`), so composite keys
+order as the index does and strings compare under the column's own collation, in the
+server. Every identifier comes from the schema timeline and is backtick-quoted; every
+value is a bound parameter. The session runs in UTC so TIMESTAMP values read here equal
+those decoded from the binlog, and under READ COMMITTED so a chunk sees only committed
+rows (what DBLog's watermark ordering assumes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pymysql
+
+from cdc_core.errors import TidemarkError
+from cdc_core.schema.model import TableId
+from cdc_core.signals.conditions import render
+from cdc_core.snapshot.chunks import ChunkPlan, Key
+
+MAX_SIGNAL_DATA = 2048
+# Column types whose values Python orders exactly as the server does.
+_EXACT = {
+    "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT", "DECIMAL", "NUMERIC", "FLOAT", "DOUBLE",
+    "DATE", "DATETIME", "TIMESTAMP", "TIME", "YEAR", "BINARY", "VARBINARY", "BIT",
+}  # fmt: skip
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_name(table: TableId) -> str:
+    return f"{quote(table.database)}.{quote(table.table)}"
+
+
+class MySqlChunkSource:
+    def __init__(self, params: dict[str, Any], signal_table: str | None) -> None:
+        try:
+            self.conn = pymysql.connect(**params, autocommit=True, init_command="SET time_zone = '+00:00'")
+        except pymysql.err.OperationalError as exc:
+            raise TidemarkError(
+                f"snapshot reader cannot connect to {params.get('host')}:{params.get('port')}: {exc.args[-1]}"
+            ) from None
+        with self.conn.cursor() as cur:
+            cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        self.signal_table = signal_table
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _where(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> tuple[str, list[Any]]:
+        key = ", ".join(quote(k) for k in plan.key)
+        wrap = (lambda s: f"({s})") if len(plan.key) > 1 else (lambda s: s)
+        marks = wrap(", ".join(["%s"] * len(plan.key)))
+        clauses: list[str] = []
+        params: list[Any] = []
+        if lo is not None:
+            clauses.append(f"{wrap(key)} > {marks}")
+            params.extend(lo)
+        if hi is not None:
+            clauses.append(f"{wrap(key)} <= {marks}")
+            params.extend(hi)
+        if plan.condition is not None:
+            sql, values = render(plan.condition, quote)
+            clauses.append(f"({sql})")
+            params.extend(values)
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def _order(self, plan: ChunkPlan) -> str:
+        return " ORDER BY " + ", ".join(quote(k) for k in plan.key)
+
+    def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
+        where, params = self._where(plan, lo, None)
+        sql = (
+            f"SELECT {', '.join(quote(k) for k in plan.key)} FROM {table_name(plan.table.id)}{where}"
+            f"{self._order(plan)} LIMIT 1 OFFSET {int(size) - 1}"
+        )
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            row = cur.fetchone()
+        return None if row is None else tuple(row)
+
+    def boundaries(self, plan: ChunkPlan, size: int) -> list[Key]:
+        """One pass with ROW_NUMBER() (MySQL 8, MariaDB 10.2+), keys streamed from the server."""
+        where, params = self._where(plan, None, None)
+        keys = ", ".join(quote(k) for k in plan.key)
+        aliases = ", ".join(f"k{i}" for i in range(len(plan.key)))
+        inner = ", ".join(f"{quote(k)} AS k{i}" for i, k in enumerate(plan.key))
+        sql = (
+            f"SELECT {aliases} FROM (SELECT {inner}, ROW_NUMBER() OVER (ORDER BY {keys}) AS rn "
+            f"FROM {table_name(plan.table.id)}{where}) numbered WHERE MOD(rn, {int(size)}) = 0 ORDER BY rn"
+        )
+        with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
+            cur.execute(sql, params)
+            return [tuple(row) for row in cur]
+
+    def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
+        where, params = self._where(plan, lo, hi)
+        columns = ", ".join(quote(c.name) for c in plan.table.columns)
+        sql = f"SELECT {columns} FROM {table_name(plan.table.id)}{where}{self._order(plan)}"
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return [tuple(row) for row in cur.fetchall()]
+
+    def write_watermark(self, kind: str, signal_id: str, data: dict[str, Any]) -> None:
+        if not self.signal_table:
+            raise TidemarkError("incremental snapshots need signal.data.collection (the signal table)")
+        payload = orjson.dumps(data).decode()
+        if len(payload) > MAX_SIGNAL_DATA:
+            raise TidemarkError(
+                f"a {kind} watermark needs {len(payload)} characters but the signal table's data column holds "
+                f"{MAX_SIGNAL_DATA}; the chunk key values are too long. Widen the data column."
+            )
+        target = table_name(TableId.parse(self.signal_table))
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(
+                    f"INSERT INTO {target} (id, type, data) VALUES (%s, %s, %s)", (signal_id, kind, payload)
+                )
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in (1142, 1044):
+                raise TidemarkError(
+                    f"the connector's user may not write watermarks to {self.signal_table}: {exc.args[1]}. Grant "
+                    "INSERT on the signal table, or use the read-only snapshot mode (GTID watermarks)."
+                ) from None
+            raise
+
+    def exact_key_order(self, plan: ChunkPlan) -> bool:
+        for name in plan.key:
+            column = plan.table.column(name)
+            if column is None:
+                return False
+            if column.type_name.upper() not in _EXACT:
+                return False  # text: collations (case, accents, trailing spaces) are the server's business
+        return True

@@ -1,0 +1,76 @@
+"""What the generic snapshot machinery needs from a source to read chunks.
+
+A connector provides a `ChunkSource`; the coordinator (in-process) and the Spark job
+(parallel) drive it. The database computes chunk boundaries in its own key order and
+collation; Python never sorts keys. Identifiers come from the schema timeline and are
+quoted by the connector; filters are `cdc_core.signals.conditions` trees, rendered by the
+connector with bound parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from cdc_core.errors import TidemarkError
+from cdc_core.schema.model import TableSchema
+from cdc_core.signals.conditions import Condition
+
+Key = tuple[Any, ...]
+
+
+class SnapshotError(TidemarkError):
+    """A snapshot request that cannot be carried out (no key, unknown column, ...)."""
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """One table's chunk query parameters."""
+
+    table: TableSchema
+    key: tuple[str, ...]
+    condition: Condition | None = None
+
+
+class ChunkSource(Protocol):
+    def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
+        """The key of the `size`-th row after `lo`, or None when fewer rows remain."""
+        ...
+
+    def boundaries(self, plan: ChunkPlan, size: int) -> list[Key]:
+        """Every `size`-th key of the table, in one pass (for parallel readers)."""
+        ...
+
+    def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
+        """All columns (schema order) of the rows with key in `(lo, hi]`, in key order."""
+        ...
+
+    def write_watermark(self, kind: str, signal_id: str, data: dict[str, Any]) -> None:
+        """Insert and commit one watermark row into the signal table."""
+        ...
+
+    def exact_key_order(self, plan: ChunkPlan) -> bool:
+        """Whether Python compares this table's keys exactly as the database orders them."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def snapshot_key(
+    table: TableSchema, surrogate: str | None, key_override: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The columns that order a table's chunks: the surrogate key if given, else the
+    configured message key, else the primary key; a table with none is refused."""
+    if surrogate:
+        column = table.column(surrogate)
+        if column is None:
+            raise SnapshotError(f"surrogate-key {surrogate!r} is not a column of {table.id}")
+        return (column.name,)
+    if key_override:
+        return tuple(key_override)
+    if table.primary_key:
+        return tuple(table.primary_key)
+    raise SnapshotError(
+        f"{table.id} has no primary key: give a surrogate-key in the signal or message.key.columns for the table"
+    )

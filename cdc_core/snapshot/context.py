@@ -1,0 +1,163 @@
+"""The incremental-snapshot state, carried in every committed offset.
+
+It changes only in log order (a signal row, a watermark, a release), so the state in an
+offset is exactly the state after the log position it resumes from: after a restart the
+snapshot goes on from the first window not done, and a release that was cut short is
+redone as a new window. Objects are immutable; every change makes a new one, so an offset
+that captured the state earlier never sees later changes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from cdc_core.snapshot.keycodec import decode_key, encode_key
+
+MAX_SIGNAL_IDS = 200
+
+
+@dataclass(frozen=True)
+class TableProgress:
+    table: str  # "db.table"
+    key: tuple[str, ...]
+    condition: str | None = None  # the filter text as signalled (re-validated on use)
+    lo: tuple[Any, ...] | None = None  # the next window starts after this key
+    done: bool = False
+    windows_done: int = 0
+    rows_released: int = 0
+    rows_dropped: int = 0
+    rows_estimate: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "key": list(self.key),
+            "condition": self.condition,
+            "lo": encode_key(self.lo),
+            "done": self.done,
+            "windows_done": self.windows_done,
+            "rows_released": self.rows_released,
+            "rows_dropped": self.rows_dropped,
+            "rows_estimate": self.rows_estimate,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TableProgress:
+        return cls(
+            d["table"],
+            tuple(d["key"]),
+            d.get("condition"),
+            decode_key(d.get("lo")),
+            bool(d.get("done")),
+            int(d.get("windows_done", 0)),
+            int(d.get("rows_released", 0)),
+            int(d.get("rows_dropped", 0)),
+            d.get("rows_estimate"),
+        )
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    id: str
+    signal_id: str
+    kind: str  # "incremental" | "blocking" | "initial"
+    tables: tuple[TableProgress, ...]
+    chunk_size: int
+    paused: bool = False
+    started_ms: int = 0
+
+    @property
+    def done(self) -> bool:
+        return all(t.done for t in self.tables)
+
+    def current(self) -> TableProgress | None:
+        """The table whose next window is due (tables are read one after another)."""
+        return next((t for t in self.tables if not t.done), None)
+
+    def with_table(self, progress: TableProgress) -> Snapshot:
+        return replace(self, tables=tuple(progress if t.table == progress.table else t for t in self.tables))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "signal_id": self.signal_id,
+            "kind": self.kind,
+            "tables": [t.to_json() for t in self.tables],
+            "chunk_size": self.chunk_size,
+            "paused": self.paused,
+            "started_ms": self.started_ms,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Snapshot:
+        return cls(
+            d["id"],
+            d["signal_id"],
+            d["kind"],
+            tuple(TableProgress.from_json(t) for t in d["tables"]),
+            int(d["chunk_size"]),
+            bool(d.get("paused")),
+            int(d.get("started_ms", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class SnapshotContext:
+    snapshots: tuple[Snapshot, ...] = ()
+    signals: tuple[str, ...] = ()  # ids of signals already acted on (newest last)
+    finished: tuple[dict[str, Any], ...] = ()  # summaries of the last finished snapshots
+    released: int = 0  # windows released so far: staged files up to here are no longer needed
+
+    def active(self) -> Snapshot | None:
+        """Snapshots run one at a time, in the order they were requested."""
+        return self.snapshots[0] if self.snapshots else None
+
+    def find(self, snapshot_id: str) -> Snapshot | None:
+        return next((s for s in self.snapshots if s.id == snapshot_id), None)
+
+    def put(self, snapshot: Snapshot) -> SnapshotContext:
+        if snapshot.done:
+            summary = {
+                "id": snapshot.id,
+                "signal_id": snapshot.signal_id,
+                "kind": snapshot.kind,
+                "finished_ms": int(time.time() * 1000),
+                "tables": [t.to_json() for t in snapshot.tables],
+            }
+            rest = tuple(s for s in self.snapshots if s.id != snapshot.id)
+            return replace(self, snapshots=rest, finished=(*self.finished, summary)[-10:])
+        if self.find(snapshot.id) is None:
+            return replace(self, snapshots=(*self.snapshots, snapshot))
+        return replace(self, snapshots=tuple(snapshot if s.id == snapshot.id else s for s in self.snapshots))
+
+    def remove(self, snapshot_id: str) -> SnapshotContext:
+        return replace(self, snapshots=tuple(s for s in self.snapshots if s.id != snapshot_id))
+
+    def seen(self, signal_id: str) -> bool:
+        return signal_id in self.signals
+
+    def remember(self, signal_id: str) -> SnapshotContext:
+        return replace(self, signals=(*self.signals, signal_id)[-MAX_SIGNAL_IDS:])
+
+    def to_json(self) -> dict[str, Any] | None:
+        if not self.snapshots and not self.signals and not self.finished:
+            return None
+        return {
+            "snapshots": [s.to_json() for s in self.snapshots],
+            "signals": list(self.signals),
+            "finished": list(self.finished),
+            "released": self.released,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> SnapshotContext:
+        if not d:
+            return cls()
+        return cls(
+            tuple(Snapshot.from_json(s) for s in d.get("snapshots", [])),
+            tuple(d.get("signals", [])),
+            tuple(d.get("finished", [])),
+            int(d.get("released", 0)),
+        )

@@ -1,0 +1,176 @@
+"""The in-process chunk reader: one window at a time, beside the streamer.
+
+For the active snapshot's current table it asks the database for the next boundary,
+writes the LW row, reads the chunk `(lo, hi]`, stages the rows durably, writes the HW
+row, and waits until the streamer has passed that HW (released the window or decided to
+read it again) before it starts the next one, so at most one window's rows wait in
+staging. Pause, resume and stop take effect between windows. Database trouble is logged
+and retried; it never stops streaming.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from typing import Any
+
+from cdc_core.errors import TidemarkError
+from cdc_core.schema.model import TableId, TableSchema
+from cdc_core.signals.actions import WINDOW_CLOSE, WINDOW_OPEN
+from cdc_core.signals.conditions import ConditionError, parse_condition
+from cdc_core.snapshot.chunks import ChunkPlan, ChunkSource
+from cdc_core.snapshot.context import Snapshot, TableProgress
+from cdc_core.snapshot.keycodec import encode_key
+from cdc_core.snapshot.stage import SnapshotStage
+
+log = logging.getLogger("tidemark.snapshot")
+
+RELEASE_TIMEOUT = 300.0
+
+
+class ChunkCoordinator:
+    def __init__(
+        self,
+        stage: SnapshotStage,
+        open_source: Any,  # () -> ChunkSource
+        current_schema: Any,  # (TableId) -> TableSchema | None, the schema now (not in log order)
+        retry_delay: float = 2.0,
+    ) -> None:
+        self.stage = stage
+        self.open_source = open_source
+        self.current_schema = current_schema
+        self.retry_delay = retry_delay
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="snapshot-chunks", daemon=True)
+        self._source: ChunkSource | None = None
+        self.windows_written = 0
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self.stage.changed:
+            self.stage.changed.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(30)
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+    # ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            work = self._next()
+            if work is None:
+                with self.stage.changed:
+                    self.stage.changed.wait(1.0)
+                continue
+            snapshot, progress = work
+            try:
+                self._window(snapshot, progress)
+            except (TidemarkError, ConditionError, OSError) as exc:
+                log.error(
+                    "snapshot %s of %s: %s; retrying in %.0fs",
+                    snapshot.id,
+                    progress.table,
+                    exc,
+                    self.retry_delay,
+                )
+                self._drop_source()
+                self._stop.wait(self.retry_delay)
+            except Exception as exc:  # a database error of any kind must not end the thread
+                log.error(
+                    "snapshot %s of %s: unexpected %s: %s",
+                    snapshot.id,
+                    progress.table,
+                    type(exc).__name__,
+                    exc,
+                )
+                self._drop_source()
+                self._stop.wait(self.retry_delay)
+
+    def _next(self) -> tuple[Snapshot, TableProgress] | None:
+        snapshot = self.stage.context.active()
+        if snapshot is None or snapshot.paused:
+            return None
+        progress = snapshot.current()
+        if progress is None:
+            return None
+        return snapshot, progress
+
+    def _drop_source(self) -> None:
+        if self._source is not None:
+            with contextlib.suppress(Exception):
+                self._source.close()
+            self._source = None
+
+    def _chunk_source(self) -> ChunkSource:
+        if self._source is None:
+            self._source = self.open_source()
+        return self._source
+
+    def _window(self, snapshot: Snapshot, progress: TableProgress) -> None:
+        table_id = TableId.parse(progress.table)
+        schema: TableSchema | None = self.current_schema(table_id)
+        if schema is None:
+            raise TidemarkError(f"{table_id} is not in the schema timeline")
+        condition = parse_condition(progress.condition, schema.column_names) if progress.condition else None
+        plan = ChunkPlan(schema, progress.key, condition)
+        source = self._chunk_source()
+        lo = progress.lo
+        hi = source.next_boundary(plan, lo, snapshot.chunk_size)
+        window_id = f"{snapshot.id}.{uuid.uuid4().hex[:12]}"
+        table = str(table_id)
+        source.write_watermark(
+            WINDOW_OPEN,
+            f"{window_id}-open",
+            {
+                "snapshot": snapshot.id,
+                "window": window_id,
+                "table": table,
+                "key": list(progress.key),
+                "lo": encode_key(lo),
+                "hi": encode_key(hi),
+                "exact": source.exact_key_order(plan),
+            },
+        )
+        rows = source.read_chunk(plan, lo, hi)
+        self.stage.staging.write(window_id, rows)
+        source.write_watermark(
+            WINDOW_CLOSE,
+            f"{window_id}-close",
+            {
+                "snapshot": snapshot.id,
+                "window": window_id,
+                "columns": list(schema.column_names),
+                "rows": len(rows),
+            },
+        )
+        self.windows_written += 1
+        self._await_release(snapshot.id, progress.table, window_id, progress)
+
+    def _await_release(self, snapshot_id: str, table: str, window_id: str, before: TableProgress) -> None:
+        """Until the streamer has passed the HW: the table's progress moved, or the window
+        was dropped (it is then read again)."""
+        waited = 0.0
+        with self.stage.changed:
+            while not self._stop.is_set():
+                snapshot = self.stage.context.find(snapshot_id)
+                if snapshot is None:
+                    break
+                now = next((t for t in snapshot.tables if t.table == table), None)
+                if now is None or now != before:
+                    break
+                if waited >= RELEASE_TIMEOUT:
+                    log.warning(
+                        "window %s of %s not released after %.0fs; reading it again", window_id, table, waited
+                    )
+                    break
+                if self.stage.window_passed(window_id):
+                    break
+                self.stage.changed.wait(0.5)
+                waited += 0.5

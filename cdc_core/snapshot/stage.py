@@ -1,0 +1,448 @@
+"""The snapshot stage: between the log reader and the dispatcher, in log order.
+
+It is where the watermark protocol of DESIGN.md §4 happens on the streaming side:
+
+- rows of the signal table are signals: user signals (`execute-snapshot`, ...) change the
+  snapshot state; watermark rows open and close windows;
+- every change to a table with an open window records its key(s) in the windows whose
+  range covers them;
+- at a window's HW, its staged rows minus the recorded keys replace the HW row as `op=r`
+  row changes inside the HW's transaction, so the dispatcher gives them the HW's order
+  key (epoch, rank) and numbers them after it;
+- the snapshot state (`SnapshotContext`) changes only here, so the state in an offset is
+  the state at that point of the log.
+
+Signals from outside the log (Kafka topic, file) are applied at batch boundaries through
+`submit`. A signal that is malformed or not allowed is logged with its reason and recorded
+as failed; streaming goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from cdc_core.errors import TidemarkError
+from cdc_core.events.envelope import OP_CREATE, OP_READ
+from cdc_core.schema.model import TableId, TableSchema
+from cdc_core.signals.actions import (
+    INTERNAL_TYPES,
+    WINDOW_CLOSE,
+    WINDOW_OPEN,
+    ExecuteSnapshot,
+    LogSignal,
+    PauseSnapshot,
+    RawSignal,
+    ResumeSnapshot,
+    SignalError,
+    StopSnapshot,
+    matching_tables,
+    parse_signal,
+)
+from cdc_core.signals.conditions import ConditionError, parse_condition
+from cdc_core.snapshot.chunks import SnapshotError, snapshot_key
+from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
+from cdc_core.snapshot.keycodec import decode_key
+from cdc_core.snapshot.staging import LocalStaging, StagingError
+from cdc_core.snapshot.windows import Window, WindowTracker, release
+from cdc_core.source import LogItem, RowChange, SchemaChange, StateChange
+
+log = logging.getLogger("tidemark.snapshot")
+
+
+@dataclass(frozen=True)
+class FailedSignal:
+    id: str
+    type: str
+    channel: str
+    reason: str
+    at_ms: int
+
+
+class SnapshotStage:
+    def __init__(
+        self,
+        context: SnapshotContext,
+        tables: Mapping[TableId, TableSchema],
+        captures: Callable[[TableId], bool],
+        signal_table: TableId | None,
+        staging: LocalStaging,
+        chunk_size: int,
+        key_columns: Callable[[TableId], tuple[str, ...]] = lambda _t: (),
+        exact_order: Callable[[TableSchema, tuple[str, ...]], bool] = lambda _t, _k: False,
+    ) -> None:
+        self.context = context
+        self.schemas: dict[TableId, TableSchema] = dict(tables)
+        self.captures = captures
+        self.signal_table = signal_table
+        self.staging = staging
+        self.chunk_size = chunk_size
+        self.key_columns = key_columns
+        self.exact_order = exact_order
+        self.tracker = WindowTracker()
+        self.failed: deque[FailedSignal] = deque(maxlen=50)
+        self._inbox: deque[RawSignal] = deque()
+        self._lock = threading.Lock()
+        self.changed = threading.Condition()  # notified when a window closes or the state changes
+        self._key_positions: dict[int, tuple[TableSchema, tuple[int, ...]]] = {}
+        self._passed: deque[str] = deque(maxlen=256)  # windows whose HW the log has passed
+        self._state_changed = False
+        self._staged_by_release: dict[int, str] = {}
+        self._clean_staging()
+
+    # ------------------------------------------------------------------ outside signals
+
+    def submit(self, signal: RawSignal) -> None:
+        """A signal from a channel outside the log; applied at the next batch."""
+        with self._lock:
+            self._inbox.append(signal)
+
+    # ------------------------------------------------------------------ the stage
+
+    def process(self, items: list[LogItem]) -> list[LogItem]:
+        """The items with signal rows replaced by what they cause, and `StateChange`
+        markers wherever the snapshot state changed."""
+        out: list[LogItem] = []
+        if self._inbox:
+            with self._lock:
+                pending, self._inbox = list(self._inbox), deque()
+            for signal in pending:
+                self._signal(signal, None)
+        self._flush_state(out)
+        if not len(self.tracker) and self.signal_table is None:
+            for item in items:
+                if type(item) is SchemaChange:
+                    self._schema_change(item)  # any state change it causes goes out with the next batch
+            return out + items if out else items
+        observed = self.tracker.observed_tables()
+        for item in items:
+            if type(item) is RowChange:
+                table_id = item.table.id
+                if table_id == self.signal_table:
+                    out.extend(self._signal_row(item))
+                    self._flush_state(out)
+                    continue
+                if table_id in observed:
+                    self._observe(item)
+            elif type(item) is SchemaChange:
+                out.append(item)
+                self._schema_change(item)
+                self._flush_state(out)
+                continue
+            out.append(item)
+        return out
+
+    def _flush_state(self, out: list[LogItem]) -> None:
+        if self._state_changed:
+            self._state_changed = False
+            out.append(StateChange(self.context.to_json()))
+
+    def _schema_change(self, item: SchemaChange) -> None:
+        present = {t.id: t for t in item.tables}
+        for table_id in item.affected:
+            if table_id in present:
+                self.schemas[table_id] = present[table_id]
+            else:
+                self.schemas.pop(table_id, None)
+                self._end_table(table_id, "the table was dropped")
+
+    def _positions(self, schema: TableSchema, key: tuple[str, ...]) -> tuple[int, ...]:
+        cached = self._key_positions.get(id(schema))
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        positions = tuple(schema.position(k) for k in key)
+        if any(p is None for p in positions):
+            positions = ()
+        self._key_positions[id(schema)] = (schema, positions)  # type: ignore[assignment]
+        return positions  # type: ignore[return-value]
+
+    def _observe(self, item: RowChange) -> None:
+        windows = self.tracker.windows_of(item.table.id)
+        key = windows[0].key_columns
+        positions = self._positions(item.table, key)
+        keys = []
+        for values in (item.before, item.after):
+            if values is not None and positions:
+                keys.append(tuple(values[p] for p in positions))
+        if not positions:  # the key column is gone: record nothing, the HW check discards the window
+            for window in windows:
+                window.schema_changed = True
+            return
+        self.tracker.observe(item.table.id, keys)
+
+    # ------------------------------------------------------------------ signal rows
+
+    def _signal_row(self, item: RowChange) -> list[LogItem]:
+        if item.op != OP_CREATE or item.after is None:
+            return []
+        schema = item.table
+        values = dict(zip(schema.column_names, item.after, strict=False))
+        signal_id, kind, data = values.get("id"), values.get("type"), values.get("data")
+        if not isinstance(signal_id, str) or not isinstance(kind, str):
+            self._fail(RawSignal(str(signal_id), str(kind), data, "source"), "id and type must be strings")
+            return []
+        if kind == WINDOW_OPEN:
+            self._window_open(signal_id, data)
+            return []
+        if kind == WINDOW_CLOSE:
+            return self._window_close(item, data)
+        self._signal(RawSignal(signal_id, kind, data, "source"), item)
+        return []
+
+    def _signal(self, raw: RawSignal, item: RowChange | None) -> None:
+        if self.context.seen(raw.id):
+            return  # re-read after a restart: already acted on
+        if raw.type in INTERNAL_TYPES:
+            self._fail(raw, "watermark rows are written by Tidemark's chunk readers, not sent as signals")
+            return
+        try:
+            action = parse_signal(raw)
+            self._act(action, raw)
+        except (SignalError, SnapshotError, ConditionError) as exc:
+            self._fail(raw, str(exc))
+            return
+        self._set(self.context.remember(raw.id))
+
+    def _fail(self, raw: RawSignal, reason: str) -> None:
+        log.error("signal %s (%s, from %s) failed: %s", raw.id, raw.type, raw.channel, reason)
+        self.failed.append(FailedSignal(raw.id, raw.type, raw.channel, reason, int(time.time() * 1000)))
+        if raw.id:
+            self._set(self.context.remember(raw.id))
+
+    def _act(self, action: Any, raw: RawSignal) -> None:
+        if isinstance(action, LogSignal):
+            log.info("signal %s: %s", action.id, action.message)
+        elif isinstance(action, ExecuteSnapshot):
+            self._execute(action)
+        elif isinstance(action, StopSnapshot):
+            self._stop(action)
+        elif isinstance(action, (PauseSnapshot, ResumeSnapshot)):
+            paused = isinstance(action, PauseSnapshot)
+            active = self.context.active()
+            if active is None:
+                raise SignalError(f"no incremental snapshot is running to {'pause' if paused else 'resume'}")
+            self._set(self.context.put(replace(active, paused=paused)))
+            log.info("snapshot %s %s", active.id, "paused" if paused else "resumed")
+
+    def start_snapshot(self, signal_id: str, tables: list[TableId], kind: str = "incremental") -> None:
+        """A snapshot not asked for by a signal (snapshot.mode=initial, newly captured tables)."""
+        progress = []
+        for table_id in tables:
+            schema = self.schemas.get(table_id)
+            if schema is None:
+                continue
+            try:
+                key = snapshot_key(schema, None, self.key_columns(table_id))
+            except SnapshotError as exc:
+                log.error("not snapshotting %s: %s", table_id, exc)
+                continue
+            progress.append(TableProgress(str(table_id), key))
+        if progress:
+            self._begin(Snapshot(_new_id(), signal_id, kind, tuple(progress), self.chunk_size))
+
+    def _execute(self, action: ExecuteSnapshot) -> None:
+        if action.snapshot_type == "blocking":
+            raise SignalError("blocking snapshots are not available yet; use type incremental")
+        tables, problems = matching_tables(action.collections, self.schemas, self.captures)
+        if problems:
+            raise SignalError("; ".join(problems))
+        progress = []
+        for table_id in tables:
+            schema = self.schemas[table_id]
+            key = snapshot_key(schema, action.surrogate_key, self.key_columns(table_id))
+            condition = action.condition_for(table_id)
+            if condition is not None:
+                parse_condition(condition, schema.column_names)  # refuse bad filters now, not mid-snapshot
+            progress.append(TableProgress(str(table_id), key, condition))
+        self._begin(Snapshot(_new_id(), action.id, "incremental", tuple(progress), self.chunk_size))
+
+    def _begin(self, snapshot: Snapshot) -> None:
+        snapshot = replace(snapshot, started_ms=int(time.time() * 1000))
+        self._set(self.context.put(snapshot))
+        log.info(
+            "snapshot %s of %s requested (%s)",
+            snapshot.id,
+            ", ".join(t.table for t in snapshot.tables),
+            snapshot.kind,
+        )
+
+    def _stop(self, action: StopSnapshot) -> None:
+        active = self.context.active()
+        if active is None:
+            raise SignalError("no incremental snapshot is running to stop")
+        if not action.collections:
+            for snapshot in self.context.snapshots:
+                self.tracker.discard(snapshot_id=snapshot.id)
+                self._set(self.context.remove(snapshot.id))
+            log.info("all incremental snapshots stopped")
+            return
+        for snapshot in self.context.snapshots:
+            for progress in snapshot.tables:
+                if not progress.done and any(p.fullmatch(progress.table) for p in action.collections):
+                    self._end_table(TableId.parse(progress.table), "stopped by signal")
+
+    def _end_table(self, table_id: TableId, why: str) -> None:
+        for snapshot in self.context.snapshots:
+            for progress in snapshot.tables:
+                if progress.table == str(table_id) and not progress.done:
+                    self.tracker.discard(snapshot_id=snapshot.id, table=table_id)
+                    log.warning("snapshot %s of %s ended: %s", snapshot.id, table_id, why)
+                    snapshot = snapshot.with_table(replace(progress, done=True))
+                    self._set(self.context.put(snapshot))
+
+    # ------------------------------------------------------------------ windows
+
+    def _window_open(self, signal_id: str, data: Any) -> None:
+        try:
+            d = orjson.loads(data)
+            snapshot = self.context.find(d["snapshot"])
+            table_id = TableId.parse(d["table"])
+            window = Window(
+                d["window"],
+                d["snapshot"],
+                table_id,
+                decode_key(d["lo"]),
+                decode_key(d["hi"]),
+                bool(d.get("exact")),
+                tuple(d["key"]),
+            )
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, TidemarkError) as exc:
+            log.error("ignoring malformed window-open watermark %s: %s", signal_id, exc)
+            return
+        if snapshot is None:
+            return  # a watermark of a snapshot that was stopped or finished
+        self.tracker.open(window)
+
+    def _window_close(self, item: RowChange, data: Any) -> list[LogItem]:
+        try:
+            d = orjson.loads(data)
+            window_id, columns = d["window"], tuple(d["columns"])
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            log.error("ignoring malformed window-close watermark: %s", exc)
+            return []
+        window = self.tracker.close(window_id)
+        self._passed.append(window_id)
+        try:
+            if window is None:
+                return []  # opened before a restart: the recorded keys are gone, the chunk is read again
+            snapshot = self.context.find(window.snapshot_id)
+            schema = self.schemas.get(window.table)
+            if snapshot is None or schema is None:
+                return []
+            progress = next(t for t in snapshot.tables if t.table == str(window.table))
+            if window.schema_changed or schema.column_names != columns:
+                log.warning(
+                    "the schema of %s changed during snapshot window %s; reading the chunk again",
+                    window.table,
+                    window_id,
+                )
+                return []
+            try:
+                staged = self.staging.read(window_id)
+            except StagingError as exc:
+                log.warning("%s; reading the chunk again", exc)
+                return []
+            positions = self._positions(schema, window.key_columns)
+            result = release(window, staged, lambda row: tuple(row[p] for p in positions))
+            released = [
+                RowChange(
+                    schema, OP_READ, None, row, _snapshot_source(item.source, window.table, i), item.ts_ms
+                )
+                for i, row in enumerate(result.rows)
+            ]
+            progress = replace(
+                progress,
+                lo=window.hi,
+                done=window.hi is None,
+                windows_done=progress.windows_done + 1,
+                rows_released=progress.rows_released + len(result.rows),
+                rows_dropped=progress.rows_dropped + result.dropped,
+            )
+            released_seq = self.context.released + 1
+            self._staged_by_release[released_seq] = window_id
+            self._set(replace(self.context.put(snapshot.with_table(progress)), released=released_seq))
+            if progress.done:
+                log.info(
+                    "snapshot %s of %s done: %d rows released, %d dropped as superseded by the stream",
+                    snapshot.id,
+                    window.table,
+                    progress.rows_released,
+                    progress.rows_dropped,
+                )
+            return released
+        finally:
+            with self.changed:
+                self.changed.notify_all()
+
+    def window_passed(self, window_id: str) -> bool:
+        return window_id in self._passed
+
+    def after_commit(self, snapshot_state: dict[str, Any] | None) -> None:
+        """A committed offset carries `released`: windows up to it will never be replayed."""
+        upto = int((snapshot_state or {}).get("released", 0))
+        for seq in [s for s in self._staged_by_release if s <= upto]:
+            self.staging.delete(self._staged_by_release.pop(seq))
+
+    def _clean_staging(self) -> None:
+        """Staged windows of snapshots no longer in the (committed) state can never be released."""
+        live = {s.id for s in self.context.snapshots}
+        for window_id in self.staging.windows():
+            if window_id.split(".", 1)[0] not in live:
+                self.staging.delete(window_id)
+
+    def _set(self, context: SnapshotContext) -> None:
+        self.context = context
+        self._state_changed = True
+        with self.changed:
+            self.changed.notify_all()
+
+    def progress(self) -> dict[str, Any]:
+        """Machine-readable progress for status.json and Airflow."""
+        snapshots = []
+        for snapshot in self.context.snapshots:
+            snapshots.append(
+                {
+                    "id": snapshot.id,
+                    "signal_id": snapshot.signal_id,
+                    "kind": snapshot.kind,
+                    "paused": snapshot.paused,
+                    "started_ms": snapshot.started_ms,
+                    "tables": [_table_progress(t, snapshot) for t in snapshot.tables],
+                }
+            )
+        return {
+            "running": snapshots,
+            "finished": list(self.context.finished),
+            "open_windows": len(self.tracker),
+            "failed_signals": [f.__dict__ for f in self.failed],
+        }
+
+
+def _table_progress(t: TableProgress, snapshot: Snapshot) -> dict[str, Any]:
+    elapsed = max((time.time() * 1000 - snapshot.started_ms) / 1000, 1e-3)
+    total = None if t.rows_estimate is None else max(1, -(-t.rows_estimate // snapshot.chunk_size))
+    return {
+        "table": t.table,
+        "done": t.done,
+        "windows_done": t.windows_done,
+        "windows_total": total,
+        "rows_released": t.rows_released,
+        "rows_dropped": t.rows_dropped,
+        "rows_per_second": round(t.rows_released / elapsed, 1),
+    }
+
+
+def _snapshot_source(source: dict[str, Any], table: TableId, row: int) -> dict[str, Any]:
+    return {**source, "db": table.database, "table": table.table, "snapshot": "incremental", "row": row}
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:16]

@@ -1,0 +1,155 @@
+"""The snapshot stage in log order: signals change the state, watermarks open and close
+windows, HW releases staged rows minus keys changed inside the window, and every state
+change is marked where it happened (so offsets carry the state of their own position)."""
+
+from __future__ import annotations
+
+import orjson
+
+from cdc_core.schema.model import Column, TableId, TableSchema
+from cdc_core.snapshot.context import SnapshotContext
+from cdc_core.snapshot.keycodec import encode_key
+from cdc_core.snapshot.stage import SnapshotStage
+from cdc_core.snapshot.staging import LocalStaging
+from cdc_core.source import RowChange, StateChange, TransactionBegin, TransactionCommit
+
+T = TableId("shop", "orders")
+ORDERS = TableSchema(T, (Column("id", "INT", nullable=False), Column("v", "INT")), ("id",))
+SIG = TableId("tidemark", "debezium_signal")
+SIGNALS = TableSchema(
+    SIG, (Column("id", "VARCHAR"), Column("type", "VARCHAR"), Column("data", "VARCHAR")), ("id",)
+)
+SOURCE = {"file": "f", "pos": 1, "snapshot": "false", "db": "x", "table": "y", "row": 0}
+
+
+def stage(tmp_path, context=None):
+    return SnapshotStage(
+        context or SnapshotContext(),
+        {T: ORDERS, SIG: SIGNALS},
+        lambda t: t.database == "shop",
+        SIG,
+        LocalStaging(tmp_path),
+        chunk_size=10,
+    )
+
+
+def signal(id_, type_, data):
+    return RowChange(SIGNALS, "c", None, (id_, type_, orjson.dumps(data).decode()), dict(SOURCE), 1)
+
+
+def change(op, before, after):
+    return RowChange(ORDERS, op, before, after, dict(SOURCE), 1)
+
+
+def open_window(s, lo, hi, window="W.1"):
+    snapshot_id = s.context.active().id
+    return signal(
+        f"{window}-open",
+        "snapshot-window-open",
+        {
+            "snapshot": snapshot_id,
+            "window": window,
+            "table": "shop.orders",
+            "key": ["id"],
+            "lo": encode_key(lo),
+            "hi": encode_key(hi),
+            "exact": True,
+        },
+    )
+
+
+def close_window(window="W.1"):
+    return signal(
+        f"{window}-close",
+        "snapshot-window-close",
+        {"snapshot": "?", "window": window, "columns": ["id", "v"], "rows": 3},
+    )
+
+
+def test_a_window_releases_its_staged_rows_minus_changed_keys_at_hw(tmp_path):
+    s = stage(tmp_path)
+    out = s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    assert [type(i) for i in out] == [StateChange]
+    assert s.context.active().tables[0].key == ("id",)
+    s.staging.write("W.1", [(1, 10), (2, 20), (3, 30)])
+    hw_txn = [TransactionBegin("gtid-9", 0, 9, 1, {}), close_window(), TransactionCommit({}, 1)]
+    out = s.process(
+        [open_window(s, None, (3,)), change("u", (2, 20), (2, 21)), change("c", None, (50, 0)), *hw_txn]
+    )
+    reads = [i for i in out if isinstance(i, RowChange) and i.op == "r"]
+    assert [r.after for r in reads] == [
+        (1, 10),
+        (3, 30),
+    ]  # row 2 changed inside the window: the stream has it
+    assert all(r.source["snapshot"] == "incremental" and r.source["table"] == "orders" for r in reads)
+    kinds = [type(i).__name__ for i in out]
+    # the reads sit inside the HW's transaction, and the state change right after them
+    assert kinds == [
+        "RowChange",
+        "RowChange",
+        "TransactionBegin",
+        "RowChange",
+        "RowChange",
+        "StateChange",
+        "TransactionCommit",
+    ]
+    state = out[5].snapshot
+    assert state["released"] == 1
+    table = state["snapshots"][0]["tables"][0]
+    assert (table["lo"], table["rows_released"], table["rows_dropped"], table["done"]) == ([3], 2, 1, False)
+    # The last window runs to the end of the table and finishes the snapshot.
+    s.staging.write("W.2", [(50, 0)])
+    out = s.process([open_window(s, (3,), None, "W.2"), close_window("W.2")])
+    assert [i.after for i in out if isinstance(i, RowChange)] == [(50, 0)]
+    assert s.context.active() is None
+    assert s.context.finished[0]["signal_id"] == "sig-1"
+
+
+def test_a_hw_without_its_lw_releases_nothing(tmp_path):
+    """After a restart between LW and HW the recorded keys are gone: the chunk is re-read."""
+    s = stage(tmp_path)
+    s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    s.staging.write("W.1", [(1, 10)])
+    out = s.process([close_window()])
+    assert out == []
+    assert s.window_passed("W.1")
+    assert s.context.active().tables[0].windows_done == 0
+
+
+def test_replayed_signals_are_not_acted_on_twice(tmp_path):
+    s = stage(tmp_path)
+    execute = signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})
+    s.process([execute])
+    resumed = stage(tmp_path, SnapshotContext.from_json(s.context.to_json()))
+    assert resumed.process([execute]) == []
+    assert len(resumed.context.snapshots) == 1
+
+
+def test_pause_resume_and_stop(tmp_path):
+    s = stage(tmp_path)
+    s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    s.process([signal("p", "pause-snapshot", {})])
+    assert s.context.active().paused
+    s.process([signal("r", "resume-snapshot", {})])
+    assert not s.context.active().paused
+    s.process([open_window(s, None, None)])
+    assert len(s.tracker) == 1
+    s.process([signal("s", "stop-snapshot", {"type": "incremental"})])
+    assert s.context.active() is None and len(s.tracker) == 0
+    s.process([signal("p2", "pause-snapshot", {})])
+    assert s.failed[-1].id == "p2" and "no incremental snapshot" in s.failed[-1].reason
+
+
+def test_a_schema_change_inside_a_window_discards_it(tmp_path):
+    from cdc_core.source import SchemaChange
+
+    s = stage(tmp_path)
+    s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    s.staging.write("W.1", [(1, 10)])
+    wider = TableSchema(T, (*ORDERS.columns, Column("extra", "INT")), ("id",))
+    alter = SchemaChange(
+        "ALTER TABLE orders ADD extra INT", "shop", "alter_table", (T,), (wider,), {}, {}, 1, 1
+    )
+    out = s.process([open_window(s, None, None), alter, close_window()])
+    assert [i for i in out if isinstance(i, RowChange)] == []
+    assert s.context.active().tables[0].windows_done == 0

@@ -27,7 +27,7 @@ import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.registry import connector_module
-from cdc_core.errors import SourceUnavailableError, TidemarkError
+from cdc_core.errors import ConfigError, SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import Record
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.offsets.store import FileOffsetStore, KafkaOffsetStore, OffsetStore
@@ -235,6 +235,7 @@ class Streamer:
         chunks = ChunkCoordinator(stage, source.chunk_source, lambda t: source.current_tables().get(t))
         if stage.signal_table is not None:
             chunks.start()
+        channels: list[Any] = []
         batches: queue.Queue[Any] = queue.Queue(maxsize=self.queue_batches)
         reader = threading.Thread(target=self._read, args=(source, batches), name="log-reader", daemon=True)
         reader.start()
@@ -243,6 +244,9 @@ class Streamer:
         window_start, window_events = time.monotonic(), 0
         failure: _Failure | None = None
         try:
+            channels = self._signal_channels(stage)
+            for channel in channels:
+                channel.start()
             while not self._stop.is_set():
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
@@ -287,6 +291,8 @@ class Streamer:
         except TidemarkError as exc:
             failure = _Failure(exc)
         finally:
+            for channel in channels:
+                channel.stop()
             chunks.stop()
             source.stop()
             self._drain(batches)
@@ -349,6 +355,32 @@ class Streamer:
             if stage is not None:
                 stage.after_commit(offset.get("snapshot"))
 
+    def _signal_channels(self, stage: SnapshotStage) -> list[Any]:
+        """Pollers for the kafka and file channels, reading on from the committed positions."""
+        from cdc_core.signals.channels import FileChannel, KafkaChannel
+
+        config = self.config
+        enabled = config.get("signal.enabled.channels")
+        interval = config.get("signal.poll.interval.ms") / 1000
+        channels: list[Any] = []
+        if "file" in enabled:
+            path = config.get("signal.file")
+            if not path:
+                raise ConfigError("signal.file", "is required when signal.enabled.channels includes file")
+            channels.append(FileChannel(Path(path), int(stage.context.channels.get("file", 0)), stage.submit, interval))
+        if "kafka" in enabled:
+            topic = config.get("signal.kafka.topic")
+            servers = config.get("signal.kafka.bootstrap.servers") or config.get("sink.kafka.bootstrap.servers")
+            if not topic or not servers:
+                raise ConfigError(
+                    "signal.kafka.topic",
+                    "signal.kafka.topic and signal.kafka.bootstrap.servers (or sink.kafka.bootstrap.servers) are "
+                    "required when signal.enabled.channels includes kafka",
+                )
+            positions = stage.context.channels.get("kafka", {})
+            channels.append(KafkaChannel(servers, topic, config.topic_prefix, positions, stage.submit, interval))
+        return channels
+
     def _snapshot_stage(self, source: Source) -> SnapshotStage:
         """The snapshot stage for one reader session, from the committed snapshot state."""
         config = self.config
@@ -369,6 +401,7 @@ class Streamer:
             LocalStaging(self.layout.staging),
             config.get("incremental.snapshot.chunk.size"),
             key_columns,
+            source_signals="source" in config.get("signal.enabled.channels"),
         )
         if self.committed is None and config.get("snapshot.mode") == "initial":
             if signal_table is None:

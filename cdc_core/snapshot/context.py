@@ -10,7 +10,7 @@ that captured the state earlier never sees later changes.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cdc_core.snapshot.keycodec import decode_key, encode_key
@@ -109,6 +109,7 @@ class SnapshotContext:
     signals: tuple[str, ...] = ()  # ids of signals already acted on (newest last)
     finished: tuple[dict[str, Any], ...] = ()  # summaries of the last finished snapshots
     released: int = 0  # windows released so far: staged files up to here are no longer needed
+    channels: dict[str, Any] = field(default_factory=dict)  # read positions of the kafka and file channels
 
     def active(self) -> Snapshot | None:
         """Snapshots run one at a time, in the order they were requested."""
@@ -138,17 +139,21 @@ class SnapshotContext:
     def seen(self, signal_id: str) -> bool:
         return signal_id in self.signals
 
+    def at_channel_position(self, channel: str, position: Any) -> SnapshotContext:
+        return replace(self, channels={**self.channels, channel: position})
+
     def remember(self, signal_id: str) -> SnapshotContext:
         return replace(self, signals=(*self.signals, signal_id)[-MAX_SIGNAL_IDS:])
 
     def to_json(self) -> dict[str, Any] | None:
-        if not self.snapshots and not self.signals and not self.finished:
+        if not self.snapshots and not self.signals and not self.finished and not self.channels:
             return None
         return {
             "snapshots": [s.to_json() for s in self.snapshots],
             "signals": list(self.signals),
             "finished": list(self.finished),
             "released": self.released,
+            "channels": self.channels,
         }
 
     @classmethod
@@ -160,4 +165,5 @@ class SnapshotContext:
             tuple(d.get("signals", [])),
             tuple(d.get("finished", [])),
             int(d.get("released", 0)),
+            dict(d.get("channels", {})),
         )

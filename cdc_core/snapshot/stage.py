@@ -78,6 +78,7 @@ class SnapshotStage:
         chunk_size: int,
         key_columns: Callable[[TableId], tuple[str, ...]] = lambda _t: (),
         exact_order: Callable[[TableSchema, tuple[str, ...]], bool] = lambda _t, _k: False,
+        source_signals: bool = True,
     ) -> None:
         self.context = context
         self.schemas: dict[TableId, TableSchema] = dict(tables)
@@ -87,9 +88,10 @@ class SnapshotStage:
         self.chunk_size = chunk_size
         self.key_columns = key_columns
         self.exact_order = exact_order
+        self.source_signals = source_signals  # user signals from the signal table (watermarks always count)
         self.tracker = WindowTracker()
         self.failed: deque[FailedSignal] = deque(maxlen=50)
-        self._inbox: deque[RawSignal] = deque()
+        self._inbox: deque[tuple[RawSignal, tuple[str, Any] | None]] = deque()
         self._lock = threading.Lock()
         self.changed = threading.Condition()  # notified when a window closes or the state changes
         self._key_positions: dict[int, tuple[TableSchema, tuple[int, ...]]] = {}
@@ -100,10 +102,11 @@ class SnapshotStage:
 
     # ------------------------------------------------------------------ outside signals
 
-    def submit(self, signal: RawSignal) -> None:
-        """A signal from a channel outside the log; applied at the next batch."""
+    def submit(self, signal: RawSignal, position: tuple[str, Any] | None = None) -> None:
+        """A signal from a channel outside the log, and the channel's position after it;
+        applied (and the position stored in the state) at the next batch."""
         with self._lock:
-            self._inbox.append(signal)
+            self._inbox.append((signal, position))
 
     # ------------------------------------------------------------------ the stage
 
@@ -114,8 +117,13 @@ class SnapshotStage:
         if self._inbox:
             with self._lock:
                 pending, self._inbox = list(self._inbox), deque()
-            for signal in pending:
-                self._signal(signal, None)
+            for signal, position in pending:
+                if signal.extra.get("error"):
+                    self._fail(signal, signal.extra["error"])
+                elif not signal.extra.get("skip"):
+                    self._signal(signal, None)
+                if position is not None:
+                    self._set(self.context.at_channel_position(*position))
         self._flush_state(out)
         if not len(self.tracker) and self.signal_table is None:
             for item in items:
@@ -194,7 +202,8 @@ class SnapshotStage:
             return []
         if kind == WINDOW_CLOSE:
             return self._window_close(item, data)
-        self._signal(RawSignal(signal_id, kind, data, "source"), item)
+        if self.source_signals:
+            self._signal(RawSignal(signal_id, kind, data, "source"), item)
         return []
 
     def _signal(self, raw: RawSignal, item: RowChange | None) -> None:

@@ -230,3 +230,75 @@ def test_malformed_and_unauthorised_signals_fail_and_streaming_goes_on(
     with db.cursor() as cur:
         cur.execute("SELECT COUNT(*) FROM t")
         assert cur.fetchone()[0] == 3  # nothing was dropped
+
+
+def test_file_and_kafka_channels_trigger_snapshots_once(
+    tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap
+):
+    from confluent_kafka import Producer
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        for name in ("a", "b"):
+            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+            cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, 'x')", [(i,) for i in range(1, 51)])
+    signal_file = tmp_path / "signals.jsonl"
+    signal_topic = f"signals-{uuid.uuid4().hex[:8]}"
+    c = write_connector(
+        tmp_path,
+        scratch_db,
+        {
+            "signal.data.collection": SIGNALS,
+            "signal.enabled.channels": "source,file,kafka",
+            "signal.file": str(signal_file),
+            "signal.kafka.topic": signal_topic,
+            "signal.kafka.bootstrap.servers": kafka_bootstrap,
+            "signal.poll.interval.ms": 100,
+        },
+    )
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+
+    def kafka_signal(key: str, value: dict) -> None:
+        producer.produce(signal_topic, key=key.encode(), value=json.dumps(value).encode())
+        producer.flush(10)
+
+    def reads(table):
+        return sorted(
+            e["after"]["id"] for e in payloads(c, f"{c.prefix}.{scratch_db}.{table}") if e["op"] == "r"
+        )
+
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30)
+        signal_file.write_text(
+            "not json\n"
+            + json.dumps(
+                {
+                    "id": ids["file-1"],
+                    "type": "execute-snapshot",
+                    "data": {"data-collections": [f"{scratch_db}.a"]},
+                }
+            )
+            + "\n"
+        )
+        kafka_signal(
+            "someone-else", {"type": "execute-snapshot", "data": {"data-collections": [f"{scratch_db}.a"]}}
+        )
+        kafka_signal(
+            c.prefix, {"type": "execute-snapshot", "data": {"data-collections": [f"{scratch_db}.b"]}}
+        )
+        wait_for(
+            lambda: reads("a") == list(range(1, 51)) and reads("b") == list(range(1, 51)), 60, interval=0.3
+        )
+        failed = [f["reason"] for f in status(c)["snapshots"]["failed_signals"]]
+        assert stop_process(proc) == 0
+        # A restart reads on from the committed channel positions: nothing is triggered again.
+        proc = start_process(c)
+        wait_for(lambda: status(c).get("state") == "running", 30)
+        time.sleep(2)
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert any("not a JSON object" in reason for reason in failed)
+    assert reads("a") == list(range(1, 51)) and reads("b") == list(range(1, 51))

@@ -367,10 +367,14 @@ class Streamer:
             path = config.get("signal.file")
             if not path:
                 raise ConfigError("signal.file", "is required when signal.enabled.channels includes file")
-            channels.append(FileChannel(Path(path), int(stage.context.channels.get("file", 0)), stage.submit, interval))
+            channels.append(
+                FileChannel(Path(path), int(stage.context.channels.get("file", 0)), stage.submit, interval)
+            )
         if "kafka" in enabled:
             topic = config.get("signal.kafka.topic")
-            servers = config.get("signal.kafka.bootstrap.servers") or config.get("sink.kafka.bootstrap.servers")
+            servers = config.get("signal.kafka.bootstrap.servers") or config.get(
+                "sink.kafka.bootstrap.servers"
+            )
             if not topic or not servers:
                 raise ConfigError(
                     "signal.kafka.topic",
@@ -378,7 +382,9 @@ class Streamer:
                     "required when signal.enabled.channels includes kafka",
                 )
             positions = stage.context.channels.get("kafka", {})
-            channels.append(KafkaChannel(servers, topic, config.topic_prefix, positions, stage.submit, interval))
+            channels.append(
+                KafkaChannel(servers, topic, config.topic_prefix, positions, stage.submit, interval)
+            )
         return channels
 
     def _snapshot_stage(self, source: Source) -> SnapshotStage:

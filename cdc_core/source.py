@@ -90,7 +90,31 @@ class StateChange:
     snapshot: dict[str, Any] | None
 
 
-LogItem = TransactionBegin | RowChange | TransactionCommit | SchemaChange | PositionAdvance | StateChange
+@dataclass(slots=True)
+class SnapshotRelease:
+    """Lakehouse fast path: a window released where its rows are staged, instead of as
+    events. The dispatcher gives it the order key of its place in the log (the HW's)."""
+
+    table: TableSchema
+    snapshot: str
+    window: str
+    staged: str
+    rows: int
+    key_columns: tuple[str, ...]
+    excluded_keys: list[tuple[Any, ...]]
+    source: dict[str, Any]
+    ts_ms: int
+
+
+LogItem = (
+    TransactionBegin
+    | RowChange
+    | TransactionCommit
+    | SchemaChange
+    | PositionAdvance
+    | StateChange
+    | SnapshotRelease
+)
 
 
 def IDENTITY(v: Any) -> Any:

@@ -39,6 +39,7 @@ from cdc_core.source import (
     PositionAdvance,
     RowChange,
     SchemaChange,
+    SnapshotRelease,
     Source,
     StateChange,
     TransactionBegin,
@@ -163,6 +164,8 @@ class Dispatcher:
                 self._advance(item.position, item.ts_ms)
             elif isinstance(item, StateChange):
                 self.snapshot_state = item.snapshot
+            elif isinstance(item, SnapshotRelease):
+                self._snapshot_release(item, out)
             else:
                 raise TypeError(f"unknown log item {item!r}")
         return out
@@ -236,6 +239,42 @@ class Dispatcher:
         self.stats.events += len(events)
         self.stats.per_table[str(schema.id)] += len(events)
         self._emit(records, offset, out)
+
+    def _snapshot_release(self, item: SnapshotRelease, out: list[tuple[Record, int]]) -> None:
+        """The lakehouse fast path's release record, on `<prefix>.snapshot_releases`: the
+        staged file, the keys to leave out (in event form), and the order key it takes."""
+        self._rows_in_txn += 1
+        if self._rows_in_txn <= self._suppress_rows:
+            return
+        schema = item.table
+        converters = []
+        for name in item.key_columns:
+            position = schema.position(name)
+            assert position is not None
+            converters.append((name, self.types.map_column(schema.columns[position], optional=False).convert))
+        excluded = [
+            {name: convert(v) for (name, convert), v in zip(converters, key, strict=True)}
+            for key in item.excluded_keys
+        ]
+        name = str(schema.id)
+        payload = {
+            "snapshot": item.snapshot,
+            "window": item.window,
+            "data_collection": name,
+            "staged": item.staged,
+            "rows": item.rows,
+            "key_columns": list(item.key_columns),
+            "excluded_keys": excluded,
+            "source": item.source,
+            "ts_ms": item.ts_ms,
+            "transaction": self._block(name),
+        }
+        key = self.key_serializer.wrap(None, {"data_collection": name, "window": item.window})
+        record = Record(f"{self.prefix}.snapshot_releases", key, self.value_serializer.wrap(None, payload))
+        offset = make_offset(
+            self._restart or {}, True, self._rows_in_txn, self.schema_seq, self.snapshot_state
+        )
+        self._emit([record], offset, out)
 
     def _value(self, entry: _ShaperEntry, event: ChangeEvent) -> bytes:
         return self.value_serializer.wrap(entry.value_schema, event.payload())

@@ -6,7 +6,9 @@ failed and streaming goes on. Formats (seeds 001, 002):
 
     execute-snapshot  {"data-collections": [regex, ...], "type": "incremental"|"blocking",
                        "additional-conditions": [{"data-collection": regex, "filter": text}],
-                       "surrogate-key": column}
+                       "surrogate-key": column,
+                       Tidemark's extensions: "tidemark.reader": "inprocess"|"spark",
+                       "tidemark.release": "stream"|"lakehouse", "tidemark.chunk-size": n}
     stop-snapshot     {"data-collections": [regex, ...] (optional: all), "type": "incremental"}
     pause-snapshot    {} (or {"type": "incremental"})
     resume-snapshot   {}
@@ -26,6 +28,8 @@ from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId
 
 MAX_COLLECTIONS = 1000
+# Tidemark's own execute-snapshot fields (Debezium ignores what it does not know).
+EXTENSIONS = ("tidemark.reader", "tidemark.release", "tidemark.chunk-size")
 
 
 class SignalError(TidemarkError):
@@ -45,6 +49,9 @@ class ExecuteSnapshot:
     snapshot_type: str = "incremental"
     conditions: tuple[TableCondition, ...] = ()
     surrogate_key: str | None = None
+    reader: str = "inprocess"  # "inprocess" | "spark" (windows written by spark_jobs/incremental_snapshot.py)
+    release: str = "stream"  # "stream": op=r events | "lakehouse": release records for the Delta merge
+    chunk_size: int | None = None
 
     def condition_for(self, table: TableId) -> str | None:
         """The filter of the first condition whose data-collection matches the table."""
@@ -162,9 +169,20 @@ def _unquote(value: str) -> str:
 
 
 def _execute(signal_id: str, data: dict[str, Any]) -> ExecuteSnapshot:
-    unknown = set(data) - {"data-collections", "type", "additional-conditions", "surrogate-key"}
+    unknown = set(data) - {"data-collections", "type", "additional-conditions", "surrogate-key", *EXTENSIONS}
     if unknown:
         raise SignalError(f"execute-snapshot: unknown field(s) {sorted(unknown)}")
+    reader = str(data.get("tidemark.reader", "inprocess"))
+    if reader not in ("inprocess", "spark"):
+        raise SignalError(f"tidemark.reader must be inprocess or spark, not {reader!r}")
+    release = str(data.get("tidemark.release", "stream"))
+    if release not in ("stream", "lakehouse"):
+        raise SignalError(f"tidemark.release must be stream or lakehouse, not {release!r}")
+    chunk_size = data.get("tidemark.chunk-size")
+    if chunk_size is not None and (
+        not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or not 1 <= chunk_size <= 1_000_000
+    ):
+        raise SignalError("tidemark.chunk-size must be an integer between 1 and 1000000")
     collections = data.get("data-collections")
     if not collections:
         raise SignalError("execute-snapshot needs data.data-collections (a non-empty array of regexes)")
@@ -192,6 +210,9 @@ def _execute(signal_id: str, data: dict[str, Any]) -> ExecuteSnapshot:
         snapshot_type,
         tuple(conditions),
         surrogate.strip() if surrogate else None,
+        reader,
+        release,
+        chunk_size,
     )
 
 

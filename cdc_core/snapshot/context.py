@@ -29,9 +29,13 @@ class TableProgress:
     rows_released: int = 0
     rows_dropped: int = 0
     rows_estimate: int | None = None
+    windows_total: int | None = None  # known when an external reader planned the windows
+    done_windows: tuple[int, ...] = ()  # indexes of the planned windows already released
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "windows_total": self.windows_total,
+            "done_windows": list(self.done_windows),
             "table": self.table,
             "key": list(self.key),
             "condition": self.condition,
@@ -55,6 +59,8 @@ class TableProgress:
             int(d.get("rows_released", 0)),
             int(d.get("rows_dropped", 0)),
             d.get("rows_estimate"),
+            d.get("windows_total"),
+            tuple(d.get("done_windows", ())),
         )
 
 
@@ -67,6 +73,8 @@ class Snapshot:
     chunk_size: int
     paused: bool = False
     started_ms: int = 0
+    reader: str = "inprocess"  # or "spark": windows come from spark_jobs/incremental_snapshot.py
+    release: str = "stream"  # or "lakehouse": release records instead of op=r events
 
     @property
     def done(self) -> bool:
@@ -88,6 +96,8 @@ class Snapshot:
             "chunk_size": self.chunk_size,
             "paused": self.paused,
             "started_ms": self.started_ms,
+            "reader": self.reader,
+            "release": self.release,
         }
 
     @classmethod
@@ -100,6 +110,8 @@ class Snapshot:
             int(d["chunk_size"]),
             bool(d.get("paused")),
             int(d.get("started_ms", 0)),
+            d.get("reader", "inprocess"),
+            d.get("release", "stream"),
         )
 
 
@@ -116,7 +128,9 @@ class SnapshotContext:
         return self.snapshots[0] if self.snapshots else None
 
     def find(self, snapshot_id: str) -> Snapshot | None:
-        return next((s for s in self.snapshots if s.id == snapshot_id), None)
+        """By the snapshot's id, or by the id of the signal that asked for it."""
+        found = next((s for s in self.snapshots if s.id == snapshot_id), None)
+        return found or next((s for s in self.snapshots if s.signal_id == snapshot_id), None)
 
     def put(self, snapshot: Snapshot) -> SnapshotContext:
         if snapshot.done:

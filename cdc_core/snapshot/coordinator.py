@@ -95,7 +95,7 @@ class ChunkCoordinator:
 
     def _next(self) -> tuple[Snapshot, TableProgress] | None:
         snapshot = self.stage.context.active()
-        if snapshot is None or snapshot.paused:
+        if snapshot is None or snapshot.paused or snapshot.reader != "inprocess":
             return None
         progress = snapshot.current()
         if progress is None:

@@ -51,9 +51,9 @@ from cdc_core.signals.conditions import ConditionError, parse_condition
 from cdc_core.snapshot.chunks import SnapshotError, snapshot_key
 from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
 from cdc_core.snapshot.keycodec import decode_key
-from cdc_core.snapshot.staging import LocalStaging, StagingError
+from cdc_core.snapshot.staging import LocalStaging, StagingError, read_parquet
 from cdc_core.snapshot.windows import Window, WindowTracker, release
-from cdc_core.source import LogItem, RowChange, SchemaChange, StateChange
+from cdc_core.source import LogItem, RowChange, SchemaChange, SnapshotRelease, StateChange
 
 log = logging.getLogger("tidemark.snapshot")
 
@@ -271,7 +271,17 @@ class SnapshotStage:
             if condition is not None:
                 parse_condition(condition, schema.column_names)  # refuse bad filters now, not mid-snapshot
             progress.append(TableProgress(str(table_id), key, condition))
-        self._begin(Snapshot(_new_id(), action.id, "incremental", tuple(progress), self.chunk_size))
+        self._begin(
+            Snapshot(
+                _new_id(),
+                action.id,
+                "incremental",
+                tuple(progress),
+                action.chunk_size or self.chunk_size,
+                reader=action.reader,
+                release=action.release,
+            )
+        )
 
     def _begin(self, snapshot: Snapshot) -> None:
         snapshot = replace(snapshot, started_ms=int(time.time() * 1000))
@@ -322,6 +332,8 @@ class SnapshotStage:
                 decode_key(d["hi"]),
                 bool(d.get("exact")),
                 tuple(d["key"]),
+                index=d.get("index"),
+                of=d.get("of"),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, TidemarkError) as exc:
             log.error("ignoring malformed window-open watermark %s: %s", signal_id, exc)
@@ -333,7 +345,7 @@ class SnapshotStage:
     def _window_close(self, item: RowChange, data: Any) -> list[LogItem]:
         try:
             d = orjson.loads(data)
-            window_id, columns = d["window"], tuple(d["columns"])
+            window_id, columns, staged_uri = d["window"], tuple(d["columns"]), d.get("staged")
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
             log.error("ignoring malformed window-close watermark: %s", exc)
             return []
@@ -347,6 +359,8 @@ class SnapshotStage:
             if snapshot is None or schema is None:
                 return []
             progress = next(t for t in snapshot.tables if t.table == str(window.table))
+            if window.index is not None and window.index in progress.done_windows:
+                return []  # a planned window released before (the reader ran again)
             if window.schema_changed or schema.column_names != columns:
                 log.warning(
                     "the schema of %s changed during snapshot window %s; reading the chunk again",
@@ -354,29 +368,30 @@ class SnapshotStage:
                     window_id,
                 )
                 return []
-            try:
-                staged = self.staging.read(window_id)
-            except StagingError as exc:
-                log.warning("%s; reading the chunk again", exc)
-                return []
             positions = self._positions(schema, window.key_columns)
-            result = release(window, staged, lambda row: tuple(row[p] for p in positions))
-            released = [
-                RowChange(
-                    schema, OP_READ, None, row, _snapshot_source(item.source, window.table, i), item.ts_ms
-                )
-                for i, row in enumerate(result.rows)
-            ]
-            progress = replace(
-                progress,
-                lo=window.hi,
-                done=window.hi is None,
-                windows_done=progress.windows_done + 1,
-                rows_released=progress.rows_released + len(result.rows),
-                rows_dropped=progress.rows_dropped + result.dropped,
-            )
+            if snapshot.release == "lakehouse" and staged_uri:
+                out: list[LogItem] = [
+                    self._release_record(item, snapshot, window, schema, staged_uri, int(d.get("rows", 0)))
+                ]
+                released, dropped = int(d.get("rows", 0)), 0
+            else:
+                try:
+                    staged = read_parquet(staged_uri, columns) if staged_uri else self.staging.read(window_id)
+                except StagingError as exc:
+                    log.warning("%s; reading the chunk again", exc)
+                    return []
+                result = release(window, staged, lambda row: tuple(row[p] for p in positions))
+                out = [
+                    RowChange(
+                        schema, OP_READ, None, row, _snapshot_source(item.source, window.table, i), item.ts_ms
+                    )
+                    for i, row in enumerate(result.rows)
+                ]
+                released, dropped = len(result.rows), result.dropped
+            progress = self._advance(progress, window, released, dropped)
             released_seq = self.context.released + 1
-            self._staged_by_release[released_seq] = window_id
+            if not staged_uri:
+                self._staged_by_release[released_seq] = window_id
             self._set(replace(self.context.put(snapshot.with_table(progress)), released=released_seq))
             if progress.done:
                 log.info(
@@ -386,10 +401,46 @@ class SnapshotStage:
                     progress.rows_released,
                     progress.rows_dropped,
                 )
-            return released
+            return out
         finally:
             with self.changed:
                 self.changed.notify_all()
+
+    @staticmethod
+    def _advance(progress: TableProgress, window: Window, released: int, dropped: int) -> TableProgress:
+        common = {
+            "windows_done": progress.windows_done + 1,
+            "rows_released": progress.rows_released + released,
+            "rows_dropped": progress.rows_dropped + dropped,
+        }
+        if window.index is None:  # sequential windows: the next starts after this one
+            return replace(progress, lo=window.hi, done=window.hi is None, **common)
+        done = tuple(sorted({*progress.done_windows, window.index}))
+        total = window.of or progress.windows_total
+        return replace(
+            progress,
+            done_windows=done,
+            windows_total=total,
+            done=total is not None and len(done) >= total,
+            **common,
+        )
+
+    def _release_record(
+        self, item: RowChange, snapshot: Snapshot, window: Window, schema: TableSchema, staged: str, rows: int
+    ) -> SnapshotRelease:
+        """The lakehouse fast path: the merge applies the staged file minus the keys the
+        stream changed inside the window, at this point's order key."""
+        return SnapshotRelease(
+            schema,
+            snapshot.id,
+            window.id,
+            staged,
+            rows,
+            window.key_columns,
+            sorted(window.recorded, key=repr),
+            _snapshot_source(item.source, window.table, 0),
+            item.ts_ms,
+        )
 
     def window_passed(self, window_id: str) -> bool:
         return window_id in self._passed

@@ -58,3 +58,53 @@ class LocalStaging:
         if not self.directory.is_dir():
             return []
         return sorted(p.stem for p in self.directory.glob("*.rows"))
+
+
+def filesystem_for(uri: str) -> tuple[Any, str]:
+    """A pyarrow filesystem and path for a local path, file://, s3:// or s3a:// location."""
+    from pyarrow import fs
+
+    if uri.startswith("s3a://"):
+        uri = "s3://" + uri[len("s3a://") :]
+    if "://" not in uri:
+        return fs.LocalFileSystem(), uri
+    return fs.FileSystem.from_uri(uri)
+
+
+def write_parquet(uri: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """Stage a window's rows as one Parquet file (types inferred per column: Decimal,
+    datetime, date, timedelta and bytes keep their Python types when read back)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    filesystem, path = filesystem_for(uri)
+    arrays = (
+        [
+            pa.array([list(v) if isinstance(v, (set, frozenset)) else v for v in col])
+            for col in zip(*rows, strict=True)
+        ]
+        if rows
+        else []
+    )
+    table = (
+        pa.table(arrays, names=columns) if rows else pa.table({c: pa.array([], pa.null()) for c in columns})
+    )
+    parent = path.rsplit("/", 1)[0]
+    filesystem.create_dir(parent, recursive=True)
+    pq.write_table(table, path + ".tmp", filesystem=filesystem)
+    filesystem.move(path + ".tmp", path)
+
+
+def read_parquet(uri: str, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    import pyarrow.parquet as pq
+
+    filesystem, path = filesystem_for(uri)
+    try:
+        table = pq.read_table(path, filesystem=filesystem)
+    except (FileNotFoundError, OSError) as exc:
+        raise StagingError(f"cannot read staged rows {uri}: {exc}") from None
+    if tuple(table.column_names) != tuple(columns):
+        raise StagingError(f"staged rows {uri} have columns {table.column_names}, expected {list(columns)}")
+    if table.num_rows == 0:
+        return []
+    return list(zip(*(column.to_pylist() for column in table.columns), strict=True))

@@ -40,6 +40,8 @@ class Window:
     key_columns: tuple[str, ...] = ()
     recorded: set[Key] = field(default_factory=set)
     schema_changed: bool = False  # the key columns vanished mid-window: never release it
+    index: int | None = None  # position in a planned set of windows (external readers)
+    of: int | None = None  # size of that set
 
     def covers(self, key: Key) -> bool:
         if not self.exact_range:

@@ -94,6 +94,14 @@ class Writer(threading.Thread):
                 time.sleep(0.002)
 
 
+def wind_down(connector, db, proc, writer) -> None:
+    """Stop the writer, let the streamer catch up with the server, stop it cleanly."""
+    writer.stop_flag.set()
+    writer.join(10)
+    wait_for(lambda: caught_up(connector, db), 60, interval=0.2, message="streamer to catch up")
+    assert stop_process(proc) == 0
+
+
 def replay(events):
     state = {}
     for e in events:
@@ -102,6 +110,15 @@ def replay(events):
         elif e["op"] == "d":
             state.pop(e["before"]["id"], None)
     return state
+
+
+def assert_exact_and_in_order(db, events, table="t"):
+    """Replaying the events gives the source table, and no row ever goes back in time."""
+    with db.cursor() as cur:
+        cur.execute(f"SELECT id, v, note FROM {table}")
+        source = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
+    assert replay(events) == source
+    assert_no_time_travel(events)
 
 
 def assert_no_time_travel(events):
@@ -149,10 +166,7 @@ def test_snapshot_while_writing_is_exact_and_free_of_time_travel(tmp_path, maria
             lambda: finished(c, ids["snap-1"]) is not None, 120, interval=0.5, message="snapshot to finish"
         )
         time.sleep(0.5)
-        writer.stop_flag.set()
-        writer.join(10)
-        wait_for(lambda: caught_up(c, db), 60, interval=0.2, message="streamer to catch up")
-        assert stop_process(proc) == 0
+        wind_down(c, db, proc, writer)
     finally:
         writer.stop_flag.set()
         if proc.poll() is None:
@@ -163,11 +177,7 @@ def test_snapshot_while_writing_is_exact_and_free_of_time_travel(tmp_path, maria
     assert reads, "the snapshot released rows"
     assert all(e["source"]["snapshot"] == "incremental" for e in reads)
     assert all(e["transaction"] and e["transaction"]["transaction_rank"] > 0 for e in reads)
-    with db.cursor() as cur:
-        cur.execute("SELECT id, v, note FROM t")
-        source = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
-    assert replay(events) == source
-    assert_no_time_travel(events)
+    assert_exact_and_in_order(db, events)
     summary = finished(c, ids["snap-1"])
     (table,) = summary["tables"]
     assert table["rows_released"] == len(reads)
@@ -302,3 +312,75 @@ def test_file_and_kafka_channels_trigger_snapshots_once(
             proc.kill()
     assert any("not a JSON object" in reason for reason in failed)
     assert reads("a") == list(range(1, 51)) and reads("b") == list(range(1, 51))
+
+
+def test_spark_chunk_job_writes_parallel_windows_released_exactly(
+    tmp_path, mariadb_admin_params, scratch_db, spark
+):
+    """Windows read in parallel by the Spark job, while a writer changes the table: the
+    stream is still exact and free of time travel. In lakehouse mode the streamer publishes
+    one release record per window instead of events."""
+    import pyarrow.parquet as pq
+
+    from spark_jobs.incremental_snapshot import main as chunk_job
+    from tests.support.streamer import read_log
+
+    db = admin(mariadb_admin_params, scratch_db)
+    rows = 2000
+    with db.cursor() as cur:
+        for name in ("t", "lake"):
+            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+            cur.executemany(
+                f"INSERT INTO {name} VALUES (%s, 0, %s)", [(i, f"row {i}") for i in range(1, rows + 1)]
+            )
+    c = write_connector(tmp_path, scratch_db, {"signal.data.collection": SIGNALS})
+    staging = tmp_path / "staging"
+    proc = start_process(c)
+    writer = Writer(mariadb_admin_params, scratch_db, rows)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30)
+        writer.start()
+        send_signal(
+            db,
+            ids["spark-1"],
+            "execute-snapshot",
+            {"data-collections": [f"{scratch_db}.t"], "tidemark.reader": "spark", "tidemark.chunk-size": 150},
+        )
+        args = ["--config", str(c.path), "--staging", str(staging), "--parallelism", "3"]
+        assert chunk_job([*args, "--signal", ids["spark-1"]]) == 0
+        wait_for(lambda: finished(c, ids["spark-1"]) is not None, 120, interval=0.5, message="spark snapshot")
+        writer.stop_flag.set()
+        writer.join(10)
+        send_signal(
+            db,
+            ids["lake-1"],
+            "execute-snapshot",
+            {
+                "data-collections": [f"{scratch_db}.lake"],
+                "tidemark.reader": "spark",
+                "tidemark.release": "lakehouse",
+                "tidemark.chunk-size": 500,
+            },
+        )
+        assert chunk_job([*args, "--signal", ids["lake-1"]]) == 0
+        wait_for(
+            lambda: finished(c, ids["lake-1"]) is not None, 120, interval=0.5, message="lakehouse snapshot"
+        )
+        wind_down(c, db, proc, writer)
+    finally:
+        writer.stop_flag.set()
+        if proc.poll() is None:
+            proc.kill()
+
+    assert_exact_and_in_order(db, payloads(c, f"{c.prefix}.{scratch_db}.t"))
+    (table,) = finished(c, ids["spark-1"])["tables"]
+    assert (
+        table["windows_done"] == table["windows_total"] == 14
+    )  # boundaries every 150 rows, then one open-ended window
+
+    assert not [e for e in payloads(c, f"{c.prefix}.{scratch_db}.lake") if e["op"] == "r"]
+    releases = [v for _, v, _ in read_log(c, f"{c.prefix}.snapshot_releases")]
+    assert len(releases) == 5 and {r["data_collection"] for r in releases} == {f"{scratch_db}.lake"}
+    assert all(r["transaction"]["transaction_rank"] > 0 and r["excluded_keys"] == [] for r in releases)
+    staged = sorted(i for r in releases for i in pq.read_table(r["staged"]).column("id").to_pylist())
+    assert staged == list(range(1, rows + 1))

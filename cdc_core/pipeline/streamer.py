@@ -251,6 +251,12 @@ class Streamer:
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     break
+                if stage.busy():  # a blocking snapshot: the log waits (the reader blocks on the full queue)
+                    records = dispatcher.process(stage.drain())
+                    if records:
+                        self.sink.send(records)
+                    self.sink.poll()
+                    continue
                 try:
                     item = batches.get(timeout=0.2)
                 except queue.Empty:
@@ -408,6 +414,7 @@ class Streamer:
             config.get("incremental.snapshot.chunk.size"),
             key_columns,
             source_signals="source" in config.get("signal.enabled.channels"),
+            open_chunk_source=source.chunk_source,
         )
         if self.committed is None and config.get("snapshot.mode") == "initial":
             if signal_table is None:

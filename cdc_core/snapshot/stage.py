@@ -79,6 +79,7 @@ class SnapshotStage:
         key_columns: Callable[[TableId], tuple[str, ...]] = lambda _t: (),
         exact_order: Callable[[TableSchema, tuple[str, ...]], bool] = lambda _t, _k: False,
         source_signals: bool = True,
+        open_chunk_source: Callable[[], Any] | None = None,
     ) -> None:
         self.context = context
         self.schemas: dict[TableId, TableSchema] = dict(tables)
@@ -89,6 +90,8 @@ class SnapshotStage:
         self.key_columns = key_columns
         self.exact_order = exact_order
         self.source_signals = source_signals  # user signals from the signal table (watermarks always count)
+        self.open_chunk_source = open_chunk_source
+        self._blocking: _BlockingRun | None = None
         self.tracker = WindowTracker()
         self.failed: deque[FailedSignal] = deque(maxlen=50)
         self._inbox: deque[tuple[RawSignal, tuple[str, Any] | None]] = deque()
@@ -131,12 +134,16 @@ class SnapshotStage:
                     self._schema_change(item)  # any state change it causes goes out with the next batch
             return out + items if out else items
         observed = self.tracker.observed_tables()
-        for item in items:
+        for index, item in enumerate(items):
             if type(item) is RowChange:
                 table_id = item.table.id
                 if table_id == self.signal_table:
                     out.extend(self._signal_row(item))
                     self._flush_state(out)
+                    if self._blocking is not None:  # streaming pauses here until the tables are read
+                        self._blocking.deferred = items[index + 1 :]
+                        out.extend(self.drain())
+                        return out
                     continue
                 if table_id in observed:
                     self._observe(item)
@@ -147,6 +154,27 @@ class SnapshotStage:
                 continue
             out.append(item)
         return out
+
+    def busy(self) -> bool:
+        """A blocking snapshot is running: the streamer takes items from `drain`, not the log."""
+        return self._blocking is not None
+
+    def drain(self) -> list[LogItem]:
+        """The next chunk of a blocking snapshot; after the last one, the log items that
+        waited behind the signal (processed as usual)."""
+        run = self._blocking
+        assert run is not None
+        rows = run.next_chunk()
+        if rows is not None:
+            return rows
+        self._blocking = None
+        run.close()
+        log.info("blocking snapshot %s done: %d rows; streaming resumes", run.signal_id, run.rows)
+        finished = (*self.context.finished, run.summary())[-10:]
+        self._set(replace(self.context.remember(run.signal_id), finished=finished))
+        out: list[LogItem] = []
+        self._flush_state(out)
+        return out + self.process(run.deferred)
 
     def _flush_state(self, out: list[LogItem]) -> None:
         if self._state_changed:
@@ -214,11 +242,12 @@ class SnapshotStage:
             return
         try:
             action = parse_signal(raw)
-            self._act(action, raw)
+            self._act(action, raw, item)
         except (SignalError, SnapshotError, ConditionError) as exc:
             self._fail(raw, str(exc))
             return
-        self._set(self.context.remember(raw.id))
+        if self._blocking is None:  # a blocking snapshot counts as done only when its last row is out
+            self._set(self.context.remember(raw.id))
 
     def _fail(self, raw: RawSignal, reason: str) -> None:
         log.error("signal %s (%s, from %s) failed: %s", raw.id, raw.type, raw.channel, reason)
@@ -226,11 +255,11 @@ class SnapshotStage:
         if raw.id:
             self._set(self.context.remember(raw.id))
 
-    def _act(self, action: Any, raw: RawSignal) -> None:
+    def _act(self, action: Any, raw: RawSignal, item: RowChange | None = None) -> None:
         if isinstance(action, LogSignal):
             log.info("signal %s: %s", action.id, action.message)
         elif isinstance(action, ExecuteSnapshot):
-            self._execute(action)
+            self._execute(action, item)
         elif isinstance(action, StopSnapshot):
             self._stop(action)
         elif isinstance(action, (PauseSnapshot, ResumeSnapshot)):
@@ -257,9 +286,7 @@ class SnapshotStage:
         if progress:
             self._begin(Snapshot(_new_id(), signal_id, kind, tuple(progress), self.chunk_size))
 
-    def _execute(self, action: ExecuteSnapshot) -> None:
-        if action.snapshot_type == "blocking":
-            raise SignalError("blocking snapshots are not available yet; use type incremental")
+    def _execute(self, action: ExecuteSnapshot, item: RowChange | None = None) -> None:
         tables, problems = matching_tables(action.collections, self.schemas, self.captures)
         if problems:
             raise SignalError("; ".join(problems))
@@ -271,6 +298,21 @@ class SnapshotStage:
             if condition is not None:
                 parse_condition(condition, schema.column_names)  # refuse bad filters now, not mid-snapshot
             progress.append(TableProgress(str(table_id), key, condition))
+        if action.snapshot_type == "blocking":
+            if self.open_chunk_source is None or item is None:
+                raise SignalError(
+                    "blocking snapshots are signalled through the signal table (source channel)"
+                )
+            plans = [(self.schemas[TableId.parse(p.table)], p) for p in progress]
+            self._blocking = _BlockingRun(
+                action.id, plans, self.open_chunk_source(), action.chunk_size or self.chunk_size, item
+            )
+            log.info(
+                "blocking snapshot %s of %s: streaming paused",
+                action.id,
+                ", ".join(p.table for p in progress),
+            )
+            return
         self._begin(
             Snapshot(
                 _new_id(),
@@ -483,6 +525,77 @@ class SnapshotStage:
             "finished": list(self.context.finished),
             "open_windows": len(self.tracker),
             "failed_signals": [f.__dict__ for f in self.failed],
+        }
+
+
+class _BlockingRun:
+    """A blocking snapshot: tables read chunk after chunk while streaming waits. Its rows
+    take the signal's place in the log (inside its transaction, with its order key)."""
+
+    def __init__(
+        self,
+        signal_id: str,
+        plans: list[tuple[TableSchema, TableProgress]],
+        source: Any,
+        chunk_size: int,
+        signal_item: RowChange,
+    ) -> None:
+        self.signal_id = signal_id
+        self.plans = plans
+        self.source = source
+        self.chunk_size = chunk_size
+        self.signal_item = signal_item
+        self.deferred: list[LogItem] = []
+        self.table = 0
+        self.lo: tuple[Any, ...] | None = None
+        self.rows = 0
+        self.per_table: dict[str, int] = {}
+
+    def next_chunk(self) -> list[LogItem] | None:
+        from cdc_core.snapshot.chunks import ChunkPlan
+
+        while self.table < len(self.plans):
+            schema, progress = self.plans[self.table]
+            condition = (
+                parse_condition(progress.condition, schema.column_names) if progress.condition else None
+            )
+            plan = ChunkPlan(schema, progress.key, condition)
+            hi = self.source.next_boundary(plan, self.lo, self.chunk_size)
+            rows = self.source.read_chunk(plan, self.lo, hi)
+            last_table = self.table == len(self.plans) - 1
+            if hi is None:
+                self.table, self.lo = self.table + 1, None
+            else:
+                self.lo = hi
+            if not rows:
+                continue
+            item = self.signal_item
+            out: list[LogItem] = []
+            for i, row in enumerate(rows):
+                marker = "last" if hi is None and last_table and i == len(rows) - 1 else "true"
+                source = {
+                    **item.source,
+                    "db": schema.id.database,
+                    "table": schema.id.table,
+                    "snapshot": marker,
+                    "row": self.rows + i,
+                }
+                out.append(RowChange(schema, OP_READ, None, row, source, item.ts_ms))
+            self.rows += len(rows)
+            self.per_table[str(schema.id)] = self.per_table.get(str(schema.id), 0) + len(rows)
+            return out
+        return None
+
+    def close(self) -> None:
+        self.source.close()
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.signal_id,
+            "signal_id": self.signal_id,
+            "kind": "blocking",
+            "finished_ms": int(time.time() * 1000),
+            "tables": [{"table": t, "rows_released": n, "done": True} for t, n in self.per_table.items()],
         }
 
 

@@ -384,3 +384,42 @@ def test_spark_chunk_job_writes_parallel_windows_released_exactly(
     assert all(r["transaction"]["transaction_rank"] > 0 and r["excluded_keys"] == [] for r in releases)
     staged = sorted(i for r in releases for i in pq.read_table(r["staged"]).column("id").to_pylist())
     assert staged == list(range(1, rows + 1))
+
+
+def test_blocking_snapshot_pauses_streaming_and_resumes(tmp_path, mariadb_admin_params, scratch_db):
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+        cur.executemany("INSERT INTO t VALUES (%s, 0, 'x')", [(i,) for i in range(1, 301)])
+    c = write_connector(
+        tmp_path, scratch_db, {"signal.data.collection": SIGNALS, "incremental.snapshot.chunk.size": 64}
+    )
+    topic = f"{c.prefix}.{scratch_db}.t"
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30)
+        send_signal(
+            db,
+            ids["block-1"],
+            "execute-snapshot",
+            {"data-collections": [f"{scratch_db}.t"], "type": "blocking"},
+        )
+        with db.cursor() as cur:
+            cur.execute("UPDATE t SET v = 1 WHERE id = 7")
+        wait_for(
+            lambda: finished(c, ids["block-1"]) is not None, 60, interval=0.3, message="blocking snapshot"
+        )
+        wait_for(lambda: caught_up(c, db), 30, interval=0.2)
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    events = payloads(c, topic)
+    reads = [e for e in events if e["op"] == "r"]
+    assert [e["after"]["id"] for e in reads] == list(range(1, 301))
+    assert [e["source"]["snapshot"] for e in reads] == ["true"] * 299 + ["last"]
+    # The update made after the signal streams after the snapshot rows, with a higher order key.
+    update = next(e for e in events if e["op"] == "u")
+    assert events.index(update) > events.index(reads[-1])
+    assert update["transaction"]["transaction_rank"] > reads[-1]["transaction"]["transaction_rank"]
+    assert_exact_and_in_order(db, events)

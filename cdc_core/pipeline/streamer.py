@@ -199,7 +199,11 @@ class Streamer:
                 delay = min(delay * 2, max_delay)
                 continue
             self.source = source
-            outcome = self._stream(source, deadline, stop_when_idle)
+            try:
+                outcome = self._stream(source, deadline, stop_when_idle)
+            except TidemarkError as exc:  # a setting that only shows once the source is open
+                source.close()
+                return self._fail(exc)
             source.close()
             self._write_status("stopped")
             if isinstance(outcome, _Failure):
@@ -416,11 +420,11 @@ class Streamer:
             source_signals="source" in config.get("signal.enabled.channels"),
             open_chunk_source=source.chunk_source,
         )
-        if self.committed is None and config.get("snapshot.mode") == "initial":
-            if signal_table is None:
-                raise TidemarkError("snapshot.mode=initial needs signal.data.collection for its watermarks")
-            captured = sorted(t for t in source.current_tables() if tables.captures(t))
-            stage.start_snapshot("initial", captured, kind="initial")
+        initial = self.committed is None and config.get("snapshot.mode") == "initial"
+        if initial and signal_table is None:
+            raise TidemarkError("snapshot.mode=initial needs signal.data.collection for its watermarks")
+        if signal_table is not None:
+            stage.check_captured(initial)
         return stage
 
     def _heartbeat(self) -> None:

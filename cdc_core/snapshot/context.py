@@ -122,6 +122,7 @@ class SnapshotContext:
     finished: tuple[dict[str, Any], ...] = ()  # summaries of the last finished snapshots
     released: int = 0  # windows released so far: staged files up to here are no longer needed
     channels: dict[str, Any] = field(default_factory=dict)  # read positions of the kafka and file channels
+    captured: tuple[str, ...] | None = None  # the captured tables, to notice ones added to the include list
 
     def active(self) -> Snapshot | None:
         """Snapshots run one at a time, in the order they were requested."""
@@ -160,7 +161,13 @@ class SnapshotContext:
         return replace(self, signals=(*self.signals, signal_id)[-MAX_SIGNAL_IDS:])
 
     def to_json(self) -> dict[str, Any] | None:
-        if not self.snapshots and not self.signals and not self.finished and not self.channels:
+        if (
+            not self.snapshots
+            and not self.signals
+            and not self.finished
+            and not self.channels
+            and self.captured is None
+        ):
             return None
         return {
             "snapshots": [s.to_json() for s in self.snapshots],
@@ -168,6 +175,7 @@ class SnapshotContext:
             "finished": list(self.finished),
             "released": self.released,
             "channels": self.channels,
+            "captured": None if self.captured is None else list(self.captured),
         }
 
     @classmethod
@@ -180,4 +188,5 @@ class SnapshotContext:
             tuple(d.get("finished", [])),
             int(d.get("released", 0)),
             dict(d.get("channels", {})),
+            None if d.get("captured") is None else tuple(d["captured"]),
         )

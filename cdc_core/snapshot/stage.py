@@ -189,6 +189,31 @@ class SnapshotStage:
             else:
                 self.schemas.pop(table_id, None)
                 self._end_table(table_id, "the table was dropped")
+        if self.context.captured is not None:
+            # Tables created or dropped while streaming: their rows come through the log,
+            # so they are never "new" for the next start.
+            captured = {str(t) for t in self.schemas if self.captures(t)}
+            if captured != set(self.context.captured):
+                self._set(replace(self.context, captured=tuple(sorted(captured))))
+
+    def check_captured(self, initial: bool) -> None:
+        """At start: snapshot tables added to the include list since the last run (or all
+        of them with `snapshot.mode=initial` at first start), without stopping streaming."""
+        captured = sorted(t for t in self.schemas if self.captures(t))
+        names = tuple(str(t) for t in captured)
+        previous = self.context.captured
+        if previous is None:
+            if initial:
+                self.start_snapshot("initial", captured, kind="initial")
+        else:
+            added = [t for t in captured if str(t) not in set(previous)]
+            if added:
+                log.info(
+                    "tables added to the capture list: %s; snapshotting them", ", ".join(map(str, added))
+                )
+                self.start_snapshot("new-tables", added, kind="new-tables")
+        if previous != names:
+            self._set(replace(self.context, captured=names))
 
     def _positions(self, schema: TableSchema, key: tuple[str, ...]) -> tuple[int, ...]:
         cached = self._key_positions.get(id(schema))

@@ -423,3 +423,64 @@ def test_blocking_snapshot_pauses_streaming_and_resumes(tmp_path, mariadb_admin_
     assert events.index(update) > events.index(reads[-1])
     assert update["transaction"]["transaction_rank"] > reads[-1]["transaction"]["transaction_rank"]
     assert_exact_and_in_order(db, events)
+
+
+def test_initial_mode_and_tables_added_to_the_capture_list(tmp_path, mariadb_admin_params, scratch_db):
+    """snapshot.mode=initial snapshots what is captured at first start; a table added to
+    table.include.list later is snapshotted at the next start, without reading the others
+    again; rows written to a newly captured table after the start stream as usual."""
+    import yaml
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        for name in ("a", "b"):
+            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+            cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, 'x')", [(i,) for i in range(1, 21)])
+    c = write_connector(
+        tmp_path,
+        scratch_db,
+        {
+            "signal.data.collection": SIGNALS,
+            "snapshot.mode": "initial",
+            "table.include.list": f"{scratch_db}\\.a",
+        },
+    )
+
+    def reads(table):
+        return sorted(
+            e["after"]["id"] for e in payloads(c, f"{c.prefix}.{scratch_db}.{table}") if e["op"] == "r"
+        )
+
+    def run_until(predicate):
+        proc = start_process(c)
+        try:
+            wait_for(predicate, 60, interval=0.3)
+            time.sleep(0.5)
+            assert stop_process(proc) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+
+    run_until(lambda: reads("a") == list(range(1, 21)))
+    assert reads("b") == []
+    props = yaml.safe_load(c.path.read_text())
+    props["table.include.list"] = f"{scratch_db}\\.(a|b|c)"
+    c.path.write_text(yaml.safe_dump(props))
+
+    def created_c_streamed():
+        return any(e["op"] == "c" for e in payloads(c, f"{c.prefix}.{scratch_db}.c"))
+
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE c (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+    proc = start_process(c)
+    try:
+        wait_for(lambda: reads("b") == list(range(1, 21)), 60, interval=0.3)
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO c VALUES (1, 0, 'x')")
+        wait_for(created_c_streamed, 30, interval=0.3)
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert reads("a") == list(range(1, 21)), "a is not snapshotted again"
+    assert reads("c") == []  # it was empty when the snapshot read it

@@ -67,6 +67,9 @@ def status_document(config: ConnectorConfig, check_source: bool = True) -> dict[
         "committed_offset": offset,
         "committed_position": _describe_offset(offset),
     }
+    from cdc_core.snapshot.context import SnapshotContext
+
+    doc["snapshots"] = SnapshotContext.from_json((offset or {}).get("snapshot")).progress()
     if layout.status.exists():
         doc["streamer"] = orjson.loads(layout.status.read_bytes())
     if check_source:
@@ -99,7 +102,23 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         for table, count in sorted(streamer.get("per_table", {}).items()):
             print(f"  {table:40s} {count}")
+    _print_snapshots(doc["snapshots"])
     return 0
+
+
+def _print_snapshots(progress: dict[str, Any]) -> None:
+    """Snapshot progress as of the committed offset."""
+    for label, snapshots in (("snapshot", progress["running"]), ("finished", progress["finished"][-3:])):
+        for snap in snapshots:
+            flags = " paused" if snap.get("paused") else ""
+            print(f"{label:11s} {snap['id']} ({snap['kind']}, signal {snap['signal_id']}){flags}")
+            for t in snap["tables"]:
+                total = t.get("windows_total") or "?"
+                print(
+                    f"  {t['table']:40s} windows {t.get('windows_done', 0)}/{total}  "
+                    f"rows {t.get('rows_released', 0)} released, {t.get('rows_dropped', 0)} dropped"
+                    + ("  done" if t.get("done") else "")
+                )
 
 
 def build_parser() -> argparse.ArgumentParser:

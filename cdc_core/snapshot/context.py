@@ -160,6 +160,43 @@ class SnapshotContext:
     def remember(self, signal_id: str) -> SnapshotContext:
         return replace(self, signals=(*self.signals, signal_id)[-MAX_SIGNAL_IDS:])
 
+    def progress(self) -> dict[str, Any]:
+        """Per snapshot and table: windows done/total, rows released, rows dropped by
+        dedup, rate (what `tidemark status`, status.json and Airflow show)."""
+        now = time.time() * 1000
+        running = []
+        for snapshot in self.snapshots:
+            elapsed = max((now - snapshot.started_ms) / 1000, 1e-3)
+            tables = []
+            for t in snapshot.tables:
+                total = t.windows_total
+                if total is None and t.rows_estimate is not None:
+                    total = max(1, -(-t.rows_estimate // snapshot.chunk_size))
+                tables.append(
+                    {
+                        "table": t.table,
+                        "done": t.done,
+                        "windows_done": t.windows_done,
+                        "windows_total": total,
+                        "rows_released": t.rows_released,
+                        "rows_dropped": t.rows_dropped,
+                        "rows_per_second": round(t.rows_released / elapsed, 1),
+                    }
+                )
+            running.append(
+                {
+                    "id": snapshot.id,
+                    "signal_id": snapshot.signal_id,
+                    "kind": snapshot.kind,
+                    "reader": snapshot.reader,
+                    "release": snapshot.release,
+                    "paused": snapshot.paused,
+                    "started_ms": snapshot.started_ms,
+                    "tables": tables,
+                }
+            )
+        return {"running": running, "finished": list(self.finished)}
+
     def to_json(self) -> dict[str, Any] | None:
         if (
             not self.snapshots

@@ -533,21 +533,8 @@ class SnapshotStage:
 
     def progress(self) -> dict[str, Any]:
         """Machine-readable progress for status.json and Airflow."""
-        snapshots = []
-        for snapshot in self.context.snapshots:
-            snapshots.append(
-                {
-                    "id": snapshot.id,
-                    "signal_id": snapshot.signal_id,
-                    "kind": snapshot.kind,
-                    "paused": snapshot.paused,
-                    "started_ms": snapshot.started_ms,
-                    "tables": [_table_progress(t, snapshot) for t in snapshot.tables],
-                }
-            )
         return {
-            "running": snapshots,
-            "finished": list(self.context.finished),
+            **self.context.progress(),
             "open_windows": len(self.tracker),
             "failed_signals": [f.__dict__ for f in self.failed],
         }
@@ -622,20 +609,6 @@ class _BlockingRun:
             "finished_ms": int(time.time() * 1000),
             "tables": [{"table": t, "rows_released": n, "done": True} for t, n in self.per_table.items()],
         }
-
-
-def _table_progress(t: TableProgress, snapshot: Snapshot) -> dict[str, Any]:
-    elapsed = max((time.time() * 1000 - snapshot.started_ms) / 1000, 1e-3)
-    total = None if t.rows_estimate is None else max(1, -(-t.rows_estimate // snapshot.chunk_size))
-    return {
-        "table": t.table,
-        "done": t.done,
-        "windows_done": t.windows_done,
-        "windows_total": total,
-        "rows_released": t.rows_released,
-        "rows_dropped": t.rows_dropped,
-        "rows_per_second": round(t.rows_released / elapsed, 1),
-    }
 
 
 def _snapshot_source(source: dict[str, Any], table: TableId, row: int) -> dict[str, Any]:

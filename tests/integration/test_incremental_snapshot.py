@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -194,6 +196,14 @@ def test_snapshot_while_writing_is_exact_and_free_of_time_travel(tmp_path, maria
     assert table["rows_released"] == len(reads)
     assert table["windows_done"] >= rows // 100
     assert writer.changes > 100
+    shown = subprocess.run(
+        [sys.executable, "-m", "cdc_core.cli", "status", "--config", str(c.path), "--offline"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"signal {ids['snap-1']}" in shown
+    assert f"{scratch_db}.t" in shown and f"rows {len(reads)} released" in shown
 
 
 def test_malformed_and_unauthorised_signals_fail_and_streaming_goes_on(

@@ -31,6 +31,9 @@ class TransactionBegin:
     rank: int
     ts_ms: int
     restart: dict[str, Any]
+    # False for transactions that are not in the log (read-only snapshot releases): their
+    # offsets never point inside them, so a restart cannot wait for rows that never come.
+    replayable: bool = True
 
 
 @dataclass(slots=True)
@@ -172,6 +175,11 @@ class Source(Protocol):
 
     def chunk_source(self) -> ChunkSource:
         """A new connection for snapshot chunk reads and watermark writes."""
+        ...
+
+    def position_watermarks(self) -> Any:
+        """For read-only snapshots: `passed(position, marker)`, `order(position)` and
+        `source_block(position, table, ts_ms)` over this connector's positions."""
         ...
 
     def stop(self) -> None: ...

@@ -191,6 +191,13 @@ COMMON_PROPERTIES: list[Property] = [
         description="Rows per snapshot window (chunk).",
     ),
     Property(
+        "read.only",
+        "bool",
+        default=False,
+        description="Incremental snapshots without writing to the source: log positions read before and after "
+        "each chunk stand in for watermark rows (MySQL/MariaDB with GTIDs).",
+    ),
+    Property(
         "snapshot.mode",
         "enum",
         default="no_data",

@@ -236,8 +236,11 @@ class Streamer:
         self.dispatcher = dispatcher
         stage = self._snapshot_stage(source)
         self.stage = stage
-        chunks = ChunkCoordinator(stage, source.chunk_source, lambda t: source.current_tables().get(t))
-        if stage.signal_table is not None:
+        read_only = self.config.get("read.only")
+        chunks = ChunkCoordinator(
+            stage, source.chunk_source, lambda t: source.current_tables().get(t), read_only=read_only
+        )
+        if stage.signal_table is not None or read_only:
             chunks.start()
         channels: list[Any] = []
         batches: queue.Queue[Any] = queue.Queue(maxsize=self.queue_batches)
@@ -419,11 +422,15 @@ class Streamer:
             key_columns,
             source_signals="source" in config.get("signal.enabled.channels"),
             open_chunk_source=source.chunk_source,
+            positions=source.position_watermarks() if config.get("read.only") else None,
         )
         initial = self.committed is None and config.get("snapshot.mode") == "initial"
-        if initial and signal_table is None:
-            raise TidemarkError("snapshot.mode=initial needs signal.data.collection for its watermarks")
-        if signal_table is not None:
+        watermarks = signal_table is not None or config.get("read.only")
+        if initial and not watermarks:
+            raise TidemarkError(
+                "snapshot.mode=initial needs signal.data.collection (or read.only) for its watermarks"
+            )
+        if watermarks:
             stage.check_captured(initial)
         return stage
 

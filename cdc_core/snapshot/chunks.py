@@ -54,6 +54,10 @@ class ChunkSource(Protocol):
         """Whether Python compares this table's keys exactly as the database orders them."""
         ...
 
+    def position_marker(self) -> str:
+        """The source's log position now, for read-only watermarks."""
+        ...
+
     def close(self) -> None: ...
 
 

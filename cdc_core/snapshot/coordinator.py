@@ -24,6 +24,7 @@ from cdc_core.snapshot.chunks import ChunkPlan, ChunkSource
 from cdc_core.snapshot.context import Snapshot, TableProgress
 from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.stage import SnapshotStage
+from cdc_core.snapshot.windows import Window
 
 log = logging.getLogger("tidemark.snapshot")
 
@@ -37,11 +38,13 @@ class ChunkCoordinator:
         open_source: Any,  # () -> ChunkSource
         current_schema: Any,  # (TableId) -> TableSchema | None, the schema now (not in log order)
         retry_delay: float = 2.0,
+        read_only: bool = False,
     ) -> None:
         self.stage = stage
         self.open_source = open_source
         self.current_schema = current_schema
         self.retry_delay = retry_delay
+        self.read_only = read_only
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="snapshot-chunks", daemon=True)
         self._source: ChunkSource | None = None
@@ -125,6 +128,9 @@ class ChunkCoordinator:
         hi = source.next_boundary(plan, lo, snapshot.chunk_size)
         window_id = f"{snapshot.id}.{uuid.uuid4().hex[:12]}"
         table = str(table_id)
+        if self.read_only:
+            self._read_only_window(snapshot, progress, plan, source, window_id, lo, hi)
+            return
         source.write_watermark(
             WINDOW_OPEN,
             f"{window_id}-open",
@@ -150,6 +156,33 @@ class ChunkCoordinator:
                 "rows": len(rows),
             },
         )
+        self.windows_written += 1
+        self._await_release(snapshot.id, progress.table, window_id, progress)
+
+    def _read_only_window(
+        self,
+        snapshot: Snapshot,
+        progress: TableProgress,
+        plan: ChunkPlan,
+        source: ChunkSource,
+        window_id: str,
+        lo: Any,
+        hi: Any,
+    ) -> None:
+        """No writes to the source: open the window in the stage, read and stage the chunk,
+        then hand over the server's position as the high watermark."""
+        window = Window(
+            window_id, snapshot.id, plan.table.id, lo, hi, source.exact_key_order(plan), progress.key
+        )
+        self.stage.submit_window(window)
+        with self.stage.changed:
+            while not self._stop.is_set() and not self.stage.window_open(window_id):
+                self.stage.changed.wait(0.5)
+        if self._stop.is_set():
+            return
+        rows = source.read_chunk(plan, lo, hi)
+        self.stage.staging.write(window_id, rows)
+        self.stage.submit_high_watermark(window_id, source.position_marker(), plan.table.column_names)
         self.windows_written += 1
         self._await_release(snapshot.id, progress.table, window_id, progress)
 

@@ -53,7 +53,16 @@ from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
 from cdc_core.snapshot.keycodec import decode_key
 from cdc_core.snapshot.staging import LocalStaging, StagingError, read_parquet
 from cdc_core.snapshot.windows import Window, WindowTracker, release
-from cdc_core.source import LogItem, RowChange, SchemaChange, SnapshotRelease, StateChange
+from cdc_core.source import (
+    LogItem,
+    PositionAdvance,
+    RowChange,
+    SchemaChange,
+    SnapshotRelease,
+    StateChange,
+    TransactionBegin,
+    TransactionCommit,
+)
 
 log = logging.getLogger("tidemark.snapshot")
 
@@ -80,6 +89,7 @@ class SnapshotStage:
         exact_order: Callable[[TableSchema, tuple[str, ...]], bool] = lambda _t, _k: False,
         source_signals: bool = True,
         open_chunk_source: Callable[[], Any] | None = None,
+        positions: Any = None,  # read-only mode: the connector's position helpers (see `PositionWatermarks`)
     ) -> None:
         self.context = context
         self.schemas: dict[TableId, TableSchema] = dict(tables)
@@ -91,6 +101,11 @@ class SnapshotStage:
         self.exact_order = exact_order
         self.source_signals = source_signals  # user signals from the signal table (watermarks always count)
         self.open_chunk_source = open_chunk_source
+        self.positions = positions
+        self._window_inbox: deque[tuple[str, Any]] = deque()
+        self._awaiting_hw: dict[
+            str, tuple[str, tuple[str, ...]]
+        ] = {}  # read-only windows: HW marker, columns
         self._blocking: _BlockingRun | None = None
         self.tracker = WindowTracker()
         self.failed: deque[FailedSignal] = deque(maxlen=50)
@@ -127,8 +142,10 @@ class SnapshotStage:
                     self._signal(signal, None)
                 if position is not None:
                     self._set(self.context.at_channel_position(*position))
+        if self._window_inbox:
+            self._take_windows()
         self._flush_state(out)
-        if not len(self.tracker) and self.signal_table is None:
+        if not len(self.tracker) and self.signal_table is None and not self._awaiting_hw:
             for item in items:
                 if type(item) is SchemaChange:
                     self._schema_change(item)  # any state change it causes goes out with the next batch
@@ -152,7 +169,67 @@ class SnapshotStage:
                 self._schema_change(item)
                 self._flush_state(out)
                 continue
+            elif self._awaiting_hw and type(item) in (TransactionCommit, PositionAdvance):
+                out.append(item)
+                out.extend(self._release_passed(item.position, item.ts_ms))
+                self._flush_state(out)
+                continue
             out.append(item)
+        return out
+
+    # ------------------------------------------------------------------ read-only windows
+
+    def submit_window(self, window: Window) -> None:
+        """Read-only mode: open a window now (before the chunk is read). Recording keys
+        from before the low watermark is safe: such a change is already in the stream
+        with the state the chunk would show."""
+        with self._lock:
+            self._window_inbox.append(("open", window))
+
+    def submit_high_watermark(self, window_id: str, marker: str, columns: tuple[str, ...]) -> None:
+        """Read-only mode: the server's executed position right after the chunk read; the
+        window is released once the log has passed it."""
+        with self._lock:
+            self._window_inbox.append(("hw", (window_id, marker, columns)))
+
+    def _take_windows(self) -> None:
+        with self._lock:
+            pending, self._window_inbox = list(self._window_inbox), deque()
+        for kind, payload in pending:
+            if kind == "open":
+                self.tracker.open(payload)
+                with self.changed:
+                    self.changed.notify_all()
+            else:
+                window_id, marker, columns = payload
+                self._awaiting_hw[window_id] = (marker, columns)
+
+    def window_open(self, window_id: str) -> bool:
+        return any(w.id == window_id for w in self.tracker.open_windows())
+
+    def _release_passed(self, position: dict[str, Any], ts_ms: int) -> list[LogItem]:
+        """Windows whose HW position the log has now passed, each released in a
+        transaction of its own at this position's order key."""
+        out: list[LogItem] = []
+        for window_id, (marker, columns) in list(self._awaiting_hw.items()):
+            if not self.positions.passed(position, marker):
+                continue
+            del self._awaiting_hw[window_id]
+            window = next((w for w in self.tracker.open_windows() if w.id == window_id), None)
+            table = window.table if window else None
+            source = self.positions.source_block(position, table, ts_ms)
+            released = self._finish_window(window_id, columns, None, 0, source, ts_ms)
+            if not released:
+                continue
+            epoch, rank = self.positions.order(position)
+            out.append(
+                TransactionBegin(
+                    f"snapshot-window-{window_id}", epoch, rank, ts_ms, position, replayable=False
+                )
+            )
+            out.extend(released)
+            self._flush_state(out)
+            out.append(TransactionCommit(position, ts_ms))
         return out
 
     def busy(self) -> bool:
@@ -416,6 +493,20 @@ class SnapshotStage:
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
             log.error("ignoring malformed window-close watermark: %s", exc)
             return []
+        return self._finish_window(
+            window_id, columns, staged_uri, int(d.get("rows", 0)), item.source, item.ts_ms
+        )
+
+    def _finish_window(
+        self,
+        window_id: str,
+        columns: tuple[str, ...],
+        staged_uri: str | None,
+        staged_rows: int,
+        source: dict[str, Any],
+        ts_ms: int,
+    ) -> list[LogItem]:
+        """The log passed a window's HW: its release, as items to put in the HW's place."""
         window = self.tracker.close(window_id)
         self._passed.append(window_id)
         try:
@@ -438,9 +529,9 @@ class SnapshotStage:
             positions = self._positions(schema, window.key_columns)
             if snapshot.release == "lakehouse" and staged_uri:
                 out: list[LogItem] = [
-                    self._release_record(item, snapshot, window, schema, staged_uri, int(d.get("rows", 0)))
+                    self._release_record(source, ts_ms, snapshot, window, schema, staged_uri, staged_rows)
                 ]
-                released, dropped = int(d.get("rows", 0)), 0
+                released, dropped = staged_rows, 0
             else:
                 try:
                     staged = read_parquet(staged_uri, columns) if staged_uri else self.staging.read(window_id)
@@ -449,9 +540,7 @@ class SnapshotStage:
                     return []
                 result = release(window, staged, lambda row: tuple(row[p] for p in positions))
                 out = [
-                    RowChange(
-                        schema, OP_READ, None, row, _snapshot_source(item.source, window.table, i), item.ts_ms
-                    )
+                    RowChange(schema, OP_READ, None, row, _snapshot_source(source, window.table, i), ts_ms)
                     for i, row in enumerate(result.rows)
                 ]
                 released, dropped = len(result.rows), result.dropped
@@ -493,7 +582,14 @@ class SnapshotStage:
         )
 
     def _release_record(
-        self, item: RowChange, snapshot: Snapshot, window: Window, schema: TableSchema, staged: str, rows: int
+        self,
+        source: dict[str, Any],
+        ts_ms: int,
+        snapshot: Snapshot,
+        window: Window,
+        schema: TableSchema,
+        staged: str,
+        rows: int,
     ) -> SnapshotRelease:
         """The lakehouse fast path: the merge applies the staged file minus the keys the
         stream changed inside the window, at this point's order key."""
@@ -505,8 +601,8 @@ class SnapshotStage:
             rows,
             window.key_columns,
             sorted(window.recorded, key=repr),
-            _snapshot_source(item.source, window.table, 0),
-            item.ts_ms,
+            _snapshot_source(source, window.table, 0),
+            ts_ms,
         )
 
     def window_passed(self, window_id: str) -> bool:

@@ -552,3 +552,57 @@ def test_a_snapshot_survives_kill_9_and_resumes_at_the_first_window_not_done(
     assert done_before > 0
     # It went on from the committed state; starting over would have added 30+ windows to it.
     assert table["windows_done"] < done_before + rows // 100
+
+
+def test_read_only_snapshot_uses_gtid_positions_and_writes_nothing(
+    tmp_path, mariadb_admin_params, scratch_db
+):
+    db = admin(mariadb_admin_params, scratch_db)
+    rows = 1500
+
+    def watermark_rows():
+        with db.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM {SIGNALS} WHERE type LIKE 'snapshot-window-%%'")
+            return cur.fetchone()[0]
+
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+        cur.executemany("INSERT INTO t VALUES (%s, 0, %s)", [(i, f"row {i}") for i in range(1, rows + 1)])
+    signal_file = tmp_path / "signals.jsonl"
+    c = write_connector(
+        tmp_path,
+        scratch_db,
+        {
+            "read.only": True,
+            "signal.enabled.channels": "file",
+            "signal.file": str(signal_file),
+            "signal.poll.interval.ms": 100,
+            "incremental.snapshot.chunk.size": 100,
+        },
+    )
+    before = watermark_rows()
+    proc = start_process(c)
+    writer = Writer(mariadb_admin_params, scratch_db, rows)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30)
+        writer.start()
+        signal = {
+            "id": ids["ro-1"],
+            "type": "execute-snapshot",
+            "data": {"data-collections": [f"{scratch_db}.t"]},
+        }
+        signal_file.write_text(json.dumps(signal) + "\n")
+        wait_for(
+            lambda: finished(c, ids["ro-1"]) is not None, 120, interval=0.5, message="read-only snapshot"
+        )
+        wind_down(c, db, proc, writer)
+    finally:
+        writer.stop_flag.set()
+        if proc.poll() is None:
+            proc.kill()
+    events = payloads(c, f"{c.prefix}.{scratch_db}.t")
+    assert [e for e in events if e["op"] == "r"]
+    assert_exact_and_in_order(db, events)
+    assert watermark_rows() == before, "read-only mode writes nothing to the source"
+    reads = [e for e in events if e["op"] == "r"]
+    assert all(e["transaction"]["id"].startswith("snapshot-window-") for e in reads)

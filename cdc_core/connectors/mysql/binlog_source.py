@@ -69,6 +69,35 @@ class MySqlTypeMapper:
         return map_column(column, self.modes, optional)
 
 
+class PositionWatermarks:
+    """Positions as watermarks: a window opens before its chunk is read, and its rows are
+    released once the binlog has passed the server's GTID position read right after it."""
+
+    def __init__(self, source: BinlogSource) -> None:
+        assert source.info is not None
+        self.state = MariaDbGtidState if source.info.mariadb else MySqlGtidSet
+        self.source = source
+
+    def passed(self, position: Mapping[str, Any], marker: str) -> bool:
+        gtids = position.get("gtids")
+        return gtids is not None and self.state.parse(gtids).succeeds(self.state.parse(marker))
+
+    def order(self, position: Mapping[str, Any]) -> tuple[int, int]:
+        return int(position.get("epoch", 0)), self.state.parse(position.get("gtids")).rank()
+
+    def source_block(self, position: Mapping[str, Any], table: TableId | None, ts_ms: int) -> dict[str, Any]:
+        block = self.source._source_block(
+            table.database if table else "",
+            table.table if table else None,
+            ts_ms,
+            None,
+            int(position.get("pos", 0)),
+            0,
+        )
+        block["file"] = position.get("file", block["file"])
+        return block
+
+
 class BinlogSource:
     """`cdc_core.source.Source` for MySQL and MariaDB."""
 
@@ -184,6 +213,12 @@ class BinlogSource:
 
     def current_tables(self) -> Mapping[TableId, TableSchema]:
         return self.tables
+
+    def position_watermarks(self) -> PositionWatermarks:
+        """Read-only snapshots: executed-GTID positions stand in for watermark rows."""
+        if self.info is None or self.gtids is None:
+            raise TidemarkError("read.only snapshots need GTIDs (MariaDB, or MySQL with gtid_mode=ON)")
+        return PositionWatermarks(self)
 
     def chunk_source(self) -> Any:
         from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource

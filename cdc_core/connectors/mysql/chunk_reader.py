@@ -128,6 +128,14 @@ class MySqlChunkSource:
                 ) from None
             raise
 
+    def position_marker(self) -> str:
+        """The server's executed GTID position now (read-only watermarks)."""
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            mariadb = "mariadb" in cur.fetchone()[0].lower()
+            cur.execute("SELECT @@gtid_binlog_pos" if mariadb else "SELECT @@gtid_executed")
+            return str(cur.fetchone()[0] or "")
+
     def exact_key_order(self, plan: ChunkPlan) -> bool:
         for name in plan.key:
             column = plan.table.column(name)

@@ -96,6 +96,18 @@ class Writer(threading.Thread):
                 time.sleep(0.002)
 
 
+def cleanup(proc, writer=None) -> None:
+    """Whatever happened, leave no writer and no streamer behind."""
+    if writer is not None:
+        writer.stop_flag.set()
+    if proc.poll() is None:
+        proc.kill()
+
+
+def wait_finished(connector, signal_id: str, timeout: float, what: str) -> None:
+    wait_for(lambda: finished(connector, signal_id) is not None, timeout, interval=0.3, message=what)
+
+
 def wind_down(connector, db, proc, writer) -> None:
     """Stop the writer, let the streamer catch up with the server, stop it cleanly."""
     writer.stop_flag.set()
@@ -175,15 +187,11 @@ def test_snapshot_while_writing_is_exact_and_free_of_time_travel(tmp_path, maria
             "execute-snapshot",
             {"data-collections": [f"{scratch_db}.t"], "type": "incremental"},
         )
-        wait_for(
-            lambda: finished(c, ids["snap-1"]) is not None, 120, interval=0.5, message="snapshot to finish"
-        )
+        wait_finished(c, ids["snap-1"], 120, "snapshot to finish")
         time.sleep(0.5)
         wind_down(c, db, proc, writer)
     finally:
-        writer.stop_flag.set()
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc, writer)
 
     events = payloads(c, topic)
     reads = [e for e in events if e["op"] == "r"]
@@ -246,13 +254,12 @@ def test_malformed_and_unauthorised_signals_fail_and_streaming_goes_on(
         )
         with db.cursor() as cur:
             cur.execute("INSERT INTO t VALUES (3, 0, 'c')")
-        wait_for(lambda: finished(c, ids["ok-1"]) is not None, 60, interval=0.3, message="filtered snapshot")
+        wait_finished(c, ids["ok-1"], 60, "filtered snapshot")
         wait_for(lambda: any(e["op"] == "c" and e["after"]["id"] == 3 for e in payloads(c, topic)), 30)
         failed = {f["id"]: f["reason"] for f in status(c)["snapshots"]["failed_signals"]}
         assert stop_process(proc) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc)
     assert "outside the capture list" in failed[ids["bad-1"]]
     assert "unexpected character ';'" in failed[ids["bad-2"]]
     assert "not valid JSON" in failed[ids["bad-3"]]
@@ -329,8 +336,7 @@ def test_file_and_kafka_channels_trigger_snapshots_once(
         time.sleep(2)
         assert stop_process(proc) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc)
     assert any("not a JSON object" in reason for reason in failed)
     assert reads("a") == list(range(1, 51)) and reads("b") == list(range(1, 51))
 
@@ -369,7 +375,7 @@ def test_spark_chunk_job_writes_parallel_windows_released_exactly(
         )
         args = ["--config", str(c.path), "--staging", str(staging), "--parallelism", "3"]
         assert chunk_job([*args, "--signal", ids["spark-1"]]) == 0
-        wait_for(lambda: finished(c, ids["spark-1"]) is not None, 120, interval=0.5, message="spark snapshot")
+        wait_finished(c, ids["spark-1"], 120, "spark snapshot")
         writer.stop_flag.set()
         writer.join(10)
         send_signal(
@@ -384,14 +390,10 @@ def test_spark_chunk_job_writes_parallel_windows_released_exactly(
             },
         )
         assert chunk_job([*args, "--signal", ids["lake-1"]]) == 0
-        wait_for(
-            lambda: finished(c, ids["lake-1"]) is not None, 120, interval=0.5, message="lakehouse snapshot"
-        )
+        wait_finished(c, ids["lake-1"], 120, "lakehouse snapshot")
         wind_down(c, db, proc, writer)
     finally:
-        writer.stop_flag.set()
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc, writer)
 
     assert_exact_and_in_order(db, payloads(c, f"{c.prefix}.{scratch_db}.t"))
     (table,) = finished(c, ids["spark-1"])["tables"]
@@ -427,14 +429,11 @@ def test_blocking_snapshot_pauses_streaming_and_resumes(tmp_path, mariadb_admin_
         )
         with db.cursor() as cur:
             cur.execute("UPDATE t SET v = 1 WHERE id = 7")
-        wait_for(
-            lambda: finished(c, ids["block-1"]) is not None, 60, interval=0.3, message="blocking snapshot"
-        )
+        wait_finished(c, ids["block-1"], 60, "blocking snapshot")
         wait_for(lambda: caught_up(c, db), 30, interval=0.2)
         assert stop_process(proc) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc)
     events = payloads(c, topic)
     reads = [e for e in events if e["op"] == "r"]
     assert [e["after"]["id"] for e in reads] == list(range(1, 301))
@@ -501,8 +500,7 @@ def test_initial_mode_and_tables_added_to_the_capture_list(tmp_path, mariadb_adm
         wait_for(created_c_streamed, 30, interval=0.3)
         assert stop_process(proc) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc)
     assert reads("a") == list(range(1, 21)), "a is not snapshotted again"
     assert reads("c") == []  # it was empty when the snapshot read it
 
@@ -538,14 +536,10 @@ def test_a_snapshot_survives_kill_9_and_resumes_at_the_first_window_not_done(
         committed = orjson.loads((c.state / "offsets.json").read_bytes())["offset"]["snapshot"]
         done_before = committed["snapshots"][0]["tables"][0]["windows_done"]
         proc = start_process(c)
-        wait_for(
-            lambda: finished(c, ids["crash-1"]) is not None, 120, interval=0.5, message="snapshot to finish"
-        )
+        wait_finished(c, ids["crash-1"], 120, "snapshot to finish")
         wind_down(c, db, proc, writer)
     finally:
-        writer.stop_flag.set()
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc, writer)
     events = payloads(c, topic)
     assert_exact_and_in_order(db, events)
     (table,) = finished(c, ids["crash-1"])["tables"]
@@ -592,14 +586,10 @@ def test_read_only_snapshot_uses_gtid_positions_and_writes_nothing(
             "data": {"data-collections": [f"{scratch_db}.t"]},
         }
         signal_file.write_text(json.dumps(signal) + "\n")
-        wait_for(
-            lambda: finished(c, ids["ro-1"]) is not None, 120, interval=0.5, message="read-only snapshot"
-        )
+        wait_finished(c, ids["ro-1"], 120, "read-only snapshot")
         wind_down(c, db, proc, writer)
     finally:
-        writer.stop_flag.set()
-        if proc.poll() is None:
-            proc.kill()
+        cleanup(proc, writer)
     events = payloads(c, f"{c.prefix}.{scratch_db}.t")
     assert [e for e in events if e["op"] == "r"]
     assert_exact_and_in_order(db, events)

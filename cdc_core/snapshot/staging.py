@@ -78,21 +78,30 @@ def write_parquet(uri: str, columns: list[str], rows: list[tuple[Any, ...]]) -> 
     import pyarrow.parquet as pq
 
     filesystem, path = filesystem_for(uri)
-    arrays = (
-        [
-            pa.array([list(v) if isinstance(v, (set, frozenset)) else v for v in col])
-            for col in zip(*rows, strict=True)
+    if rows:
+        columns_values = zip(*rows, strict=True)
+        arrays = [
+            _column_array([list(v) if isinstance(v, (set, frozenset)) else v for v in col])
+            for col in columns_values
         ]
-        if rows
-        else []
-    )
-    table = (
-        pa.table(arrays, names=columns) if rows else pa.table({c: pa.array([], pa.null()) for c in columns})
-    )
+        table = pa.table(arrays, names=columns)
+    else:
+        table = pa.table({c: pa.array([], pa.null()) for c in columns})
     parent = path.rsplit("/", 1)[0]
     filesystem.create_dir(parent, recursive=True)
     pq.write_table(table, path + ".tmp", filesystem=filesystem)
     filesystem.move(path + ".tmp", path)
+
+
+def _column_array(values: list[Any]) -> Any:
+    """Arrow infers each column's type from its values; integers beyond int64 (BIGINT
+    UNSIGNED) are stored as uint64 so they read back as the same Python int."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values)
+    except OverflowError:
+        return pa.array(values, type=pa.uint64())
 
 
 def read_parquet(uri: str, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:

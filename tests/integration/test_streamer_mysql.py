@@ -18,6 +18,7 @@ from tests.support.streamer import (
     wait_for,
     write_connector,
 )
+from tests.support.types_table import TYPES_DDL, TYPES_ROW
 
 pytestmark = pytest.mark.integration
 
@@ -80,23 +81,12 @@ def test_every_operation_with_transaction_metadata(tmp_path, mariadb_admin_param
 def test_type_mapping_table(tmp_path, mariadb_admin_params, scratch_db):
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
-        cur.execute(
-            """CREATE TABLE t (id INT PRIMARY KEY, tu TINYINT UNSIGNED, iu INT UNSIGNED, bu BIGINT UNSIGNED,
-            f FLOAT, d DOUBLE, dec1 DECIMAL(10,2), dt DATETIME, dt6 DATETIME(6), ts TIMESTAMP(3) NULL,
-            da DATE, tm TIME(6), y YEAR, j JSON, e ENUM('a','b c'), s SET('x','y','z'),
-            c CHAR(5) CHARACTER SET utf8mb4, vc VARCHAR(20) CHARACTER SET latin1, tx TEXT CHARACTER SET utf8mb4,
-            vb VARBINARY(10), bl BLOB, bit1 BIT(1), bit10 BIT(10), nn INT)"""
-        )
+        cur.execute(TYPES_DDL)
     c = write_connector(tmp_path, scratch_db)
     with running_in_process(c):
         with db.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
-            cur.execute(
-                """INSERT INTO t VALUES (1, 250, 4000000000, 18446744073709551615, 1.1, 2.2, 12345678.91,
-                '2024-02-29 23:59:59', '2024-02-29 23:59:59.123456', '2024-01-02 03:04:05.678', '2024-02-29',
-                '-12:34:56.5', 2024, '{"k": [1, 2.5, "é"]}', 'b c', 'x,z', 'héllo', 'café', 'ünï😀', x'cafe', x'00ff',
-                b'1', b'1000000001', NULL)"""
-            )
+            cur.execute(TYPES_ROW)
         wait_for(lambda: payloads(c, topic(c, scratch_db, "t")), 30)
     after = payloads(c, topic(c, scratch_db, "t"))[0]["after"]
     assert after["tu"] == 250 and after["iu"] == 4000000000 and after["bu"] == -1

@@ -31,9 +31,9 @@ class TransactionBegin:
     rank: int
     ts_ms: int
     restart: dict[str, Any]
-    # False for transactions that are not in the log (read-only snapshot releases): their
-    # offsets never point inside them, so a restart cannot wait for rows that never come.
-    replayable: bool = True
+    # For a transaction that is not in the log (a read-only snapshot release): the id the
+    # snapshot stage replays it by, when a restart resumes inside it.
+    synthetic: str | None = None
 
 
 @dataclass(slots=True)

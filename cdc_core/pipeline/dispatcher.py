@@ -120,7 +120,7 @@ class Dispatcher:
         self._txn: OpenTransaction | None = None
         self._restart: dict[str, Any] | None = None
         self._rows_in_txn = 0
-        self._replayable = True
+        self._synthetic: str | None = None
 
     # ------------------------------------------------------------------ topics, shapers
 
@@ -179,11 +179,13 @@ class Dispatcher:
     def _begin(self, item: TransactionBegin, out: list[tuple[Record, int]]) -> None:
         self._txn = OpenTransaction(item.id, item.epoch, item.rank, item.ts_ms)
         self._restart = item.restart
-        self._replayable = item.replayable
+        self._synthetic = item.synthetic
         self._rows_in_txn = 0
         if not self.txn_metadata or self._suppress_rows >= 0:
             return
-        offset = make_offset(item.restart, item.replayable, 0, self.schema_seq, self.snapshot_state)
+        offset = self._with_synthetic(
+            make_offset(item.restart, True, 0, self.schema_seq, self.snapshot_state)
+        )
         key = self.key_serializer.wrap(self._txn_key_schema, {"id": item.id})
         value = self.value_serializer.wrap(self._txn_value_schema, begin_payload(self._txn))
         self._emit([Record(self.transaction_topic, key, value)], offset, out)
@@ -279,11 +281,18 @@ class Dispatcher:
         self._emit([record], offset, out)
 
     def _row_offset(self) -> dict[str, Any]:
-        """Where to resume right after the current row: inside its transaction, or for a
-        transaction that is not in the log, at the position before it."""
-        if not self._replayable:
-            return make_offset(self._restart or {}, False, 0, self.schema_seq, self.snapshot_state)
-        return make_offset(self._restart or {}, True, self._rows_in_txn, self.schema_seq, self.snapshot_state)
+        """Where to resume right after the current row: inside its transaction."""
+        offset = make_offset(
+            self._restart or {}, True, self._rows_in_txn, self.schema_seq, self.snapshot_state
+        )
+        return self._with_synthetic(offset)
+
+    def _with_synthetic(self, offset: dict[str, Any]) -> dict[str, Any]:
+        """A transaction that is not in the log is named, so a restart inside it can have
+        the snapshot stage replay it before reading on from `restart`."""
+        if self._synthetic is not None:
+            offset["synthetic"] = self._synthetic
+        return offset
 
     def _value(self, entry: _ShaperEntry, event: ChangeEvent) -> bytes:
         return self.value_serializer.wrap(entry.value_schema, event.payload())

@@ -400,6 +400,15 @@ class Streamer:
             )
         return channels
 
+    def _position_watermarks(self, source: Source) -> Any:
+        """Position helpers when the connector has them (GTIDs); read.only requires them."""
+        try:
+            return source.position_watermarks()
+        except TidemarkError:
+            if self.config.get("read.only"):
+                raise
+            return None
+
     def _snapshot_stage(self, source: Source) -> SnapshotStage:
         """The snapshot stage for one reader session, from the committed snapshot state."""
         config = self.config
@@ -422,7 +431,7 @@ class Streamer:
             key_columns,
             source_signals="source" in config.get("signal.enabled.channels"),
             open_chunk_source=source.chunk_source,
-            positions=source.position_watermarks() if config.get("read.only") else None,
+            positions=self._position_watermarks(source),
         )
         initial = self.committed is None and config.get("snapshot.mode") == "initial"
         watermarks = signal_table is not None or config.get("read.only")
@@ -432,6 +441,9 @@ class Streamer:
             )
         if watermarks:
             stage.check_captured(initial)
+        synthetic = (self.committed or {}).get("synthetic")
+        if synthetic and (self.committed or {}).get("in_txn"):
+            stage.replay_first(synthetic)
         return stage
 
     def _heartbeat(self) -> None:

@@ -66,6 +66,7 @@ class ChunkCoordinator:
     # ------------------------------------------------------------------
 
     def _run(self) -> None:
+        self._catch_up()
         while not self._stop.is_set():
             work = self._next()
             if work is None:
@@ -95,6 +96,27 @@ class ChunkCoordinator:
                 )
                 self._drop_source()
                 self._stop.wait(self.retry_delay)
+
+    def _catch_up(self) -> None:
+        """After a (re)start, windows still ahead in the log may be replayed and released;
+        reading the same range again meanwhile would release its rows twice. So wait
+        until the streamer has reached the server's current position."""
+        while not self._stop.is_set():
+            try:
+                marker = self._chunk_source().position_marker()
+                break
+            except Exception as exc:  # the database may be away; retried like any chunk read
+                log.warning("snapshot reader: %s; retrying", exc)
+                self._drop_source()
+                self._stop.wait(self.retry_delay)
+        else:
+            return
+        with self.stage.changed:
+            while not self._stop.is_set() and self.stage.context.active() is not None:
+                reached = self.stage.reached(marker)
+                if reached is None or reached:
+                    return
+                self.stage.changed.wait(0.5)
 
     def _next(self) -> tuple[Snapshot, TableProgress] | None:
         snapshot = self.stage.context.active()

@@ -103,9 +103,10 @@ class SnapshotStage:
         self.open_chunk_source = open_chunk_source
         self.positions = positions
         self._window_inbox: deque[tuple[str, Any]] = deque()
-        self._awaiting_hw: dict[
-            str, tuple[str, tuple[str, ...]]
-        ] = {}  # read-only windows: HW marker, columns
+        # read-only windows waiting for the log to pass their HW position: (marker, columns)
+        self._awaiting_hw: dict[str, tuple[str, tuple[str, ...]]] = {}
+        self.last_position: dict[str, Any] | None = None
+        self._replay_first: str | None = None
         self._blocking: _BlockingRun | None = None
         self.tracker = WindowTracker()
         self.failed: deque[FailedSignal] = deque(maxlen=50)
@@ -132,6 +133,9 @@ class SnapshotStage:
         """The items with signal rows replaced by what they cause, and `StateChange`
         markers wherever the snapshot state changed."""
         out: list[LogItem] = []
+        if self._replay_first is not None:
+            window_id, self._replay_first = self._replay_first, None
+            out.extend(self.replay_synthetic(window_id))
         if self._inbox:
             with self._lock:
                 pending, self._inbox = list(self._inbox), deque()
@@ -169,11 +173,13 @@ class SnapshotStage:
                 self._schema_change(item)
                 self._flush_state(out)
                 continue
-            elif self._awaiting_hw and type(item) in (TransactionCommit, PositionAdvance):
-                out.append(item)
-                out.extend(self._release_passed(item.position, item.ts_ms))
-                self._flush_state(out)
-                continue
+            elif type(item) is TransactionCommit or type(item) is PositionAdvance:
+                self.last_position = item.position
+                if self._awaiting_hw:
+                    out.append(item)
+                    out.extend(self._release_passed(item.position, item.ts_ms))
+                    self._flush_state(out)
+                    continue
             out.append(item)
         return out
 
@@ -204,6 +210,13 @@ class SnapshotStage:
                 window_id, marker, columns = payload
                 self._awaiting_hw[window_id] = (marker, columns)
 
+    def reached(self, marker: str) -> bool | None:
+        """Whether the log, as processed here, has reached a source position (None when
+        the connector cannot compare positions, e.g. without GTIDs)."""
+        if self.positions is None:
+            return None
+        return self.last_position is not None and self.positions.passed(self.last_position, marker)
+
     def window_open(self, window_id: str) -> bool:
         return any(w.id == window_id for w in self.tracker.open_windows())
 
@@ -218,18 +231,37 @@ class SnapshotStage:
             window = next((w for w in self.tracker.open_windows() if w.id == window_id), None)
             table = window.table if window else None
             source = self.positions.source_block(position, table, ts_ms)
-            released = self._finish_window(window_id, columns, None, 0, source, ts_ms)
-            if not released:
-                continue
             epoch, rank = self.positions.order(position)
-            out.append(
-                TransactionBegin(
-                    f"snapshot-window-{window_id}", epoch, rank, ts_ms, position, replayable=False
-                )
+            begin = TransactionBegin(
+                f"snapshot-window-{window_id}", epoch, rank, ts_ms, position, synthetic=window_id
             )
-            out.extend(released)
-            self._flush_state(out)
-            out.append(TransactionCommit(position, ts_ms))
+            released = self._finish_window(window_id, columns, None, 0, source, ts_ms, {"begin": begin})
+            if released:
+                out.append(begin)
+                out.extend(released)
+                self._flush_state(out)
+                out.append(TransactionCommit(position, ts_ms))
+        return out
+
+    def replay_first(self, window_id: str) -> None:
+        """Have the next `process` start with the replay of this read-only release."""
+        self._replay_first = window_id
+
+    def replay_synthetic(self, window_id: str) -> list[LogItem]:
+        """After a restart inside a read-only release: the same transaction again (the
+        dispatcher suppresses what was delivered), then the log from before it."""
+        decided = self.staging.read_release(window_id)
+        if decided is None or "begin" not in decided:
+            log.warning("the release of window %s cannot be replayed (its record is gone)", window_id)
+            return []
+        begin: TransactionBegin = decided["begin"]
+        window: Window = decided["window"]
+        self.tracker.open(window)
+        columns = self.schemas[window.table].column_names if window.table in self.schemas else ()
+        released = self._finish_window(window_id, columns, None, 0, decided["source"], begin.ts_ms)
+        out: list[LogItem] = [begin, *released]
+        self._flush_state(out)
+        out.append(TransactionCommit(begin.restart, begin.ts_ms))
         return out
 
     def busy(self) -> bool:
@@ -505,12 +537,16 @@ class SnapshotStage:
         staged_rows: int,
         source: dict[str, Any],
         ts_ms: int,
+        extra: dict[str, Any] | None = None,
     ) -> list[LogItem]:
         """The log passed a window's HW: its release, as items to put in the HW's place."""
         window = self.tracker.close(window_id)
         self._passed.append(window_id)
         try:
-            if window is None:
+            decided = self.staging.read_release(window_id)
+            if decided is not None:
+                window = decided["window"]  # this HW was processed before a restart: release the same again
+            elif window is None:
                 return []  # opened before a restart: the recorded keys are gone, the chunk is read again
             snapshot = self.context.find(window.snapshot_id)
             schema = self.schemas.get(window.table)
@@ -532,22 +568,32 @@ class SnapshotStage:
                     self._release_record(source, ts_ms, snapshot, window, schema, staged_uri, staged_rows)
                 ]
                 released, dropped = staged_rows, 0
+                if decided is None:
+                    self.staging.write_release(window_id, {"window": window})
             else:
-                try:
-                    staged = read_parquet(staged_uri, columns) if staged_uri else self.staging.read(window_id)
-                except StagingError as exc:
-                    log.warning("%s; reading the chunk again", exc)
-                    return []
-                result = release(window, staged, lambda row: tuple(row[p] for p in positions))
+                if decided is not None:
+                    rows, dropped = decided["rows"], decided["dropped"]
+                else:
+                    try:
+                        staged = (
+                            read_parquet(staged_uri, columns) if staged_uri else self.staging.read(window_id)
+                        )
+                    except StagingError as exc:
+                        log.warning("%s; reading the chunk again", exc)
+                        return []
+                    result = release(window, staged, lambda row: tuple(row[p] for p in positions))
+                    rows, dropped = result.rows, result.dropped
+                    self.staging.write_release(
+                        window_id, {"window": window, "rows": rows, "dropped": dropped}
+                    )
                 out = [
                     RowChange(schema, OP_READ, None, row, _snapshot_source(source, window.table, i), ts_ms)
-                    for i, row in enumerate(result.rows)
+                    for i, row in enumerate(rows)
                 ]
-                released, dropped = len(result.rows), result.dropped
+                released = len(rows)
             progress = self._advance(progress, window, released, dropped)
             released_seq = self.context.released + 1
-            if not staged_uri:
-                self._staged_by_release[released_seq] = window_id
+            self._staged_by_release[released_seq] = window_id
             self._set(replace(self.context.put(snapshot.with_table(progress)), released=released_seq))
             if progress.done:
                 log.info(

@@ -51,13 +51,36 @@ class LocalStaging:
         except FileNotFoundError:
             raise StagingError(f"staged rows of window {window_id} are gone from {self.directory}") from None
 
+    def write_release(self, window_id: str, decision: dict[str, Any]) -> None:
+        """What a window's HW released, kept until no offset can lead back to the HW: a
+        replayed HW releases exactly this again, so each row is released once."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self._path(window_id).with_suffix(".release")
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump(decision, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def read_release(self, window_id: str) -> dict[str, Any] | None:
+        try:
+            with open(self._path(window_id).with_suffix(".release"), "rb") as f:
+                return pickle.load(f)
+        except FileNotFoundError:
+            return None
+
     def delete(self, window_id: str) -> None:
         self._path(window_id).unlink(missing_ok=True)
+        self._path(window_id).with_suffix(".release").unlink(missing_ok=True)
 
     def windows(self) -> list[str]:
         if not self.directory.is_dir():
             return []
-        return sorted(p.stem for p in self.directory.glob("*.rows"))
+        return sorted(
+            {p.stem for p in self.directory.glob("*.rows")}
+            | {p.stem for p in self.directory.glob("*.release")}
+        )
 
 
 def filesystem_for(uri: str) -> tuple[Any, str]:

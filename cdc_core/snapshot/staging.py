@@ -33,15 +33,17 @@ class LocalStaging:
             raise StagingError(f"invalid window id {window_id!r}")
         return self.directory / f"{window_id}.rows"
 
-    def write(self, window_id: str, rows: list[tuple[Any, ...]]) -> str:
+    def _write(self, path: Path, content: Any) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        path = self._path(window_id)
         tmp = path.with_suffix(".tmp")
         with open(tmp, "wb") as f:
-            pickle.dump(rows, f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(content, f, protocol=pickle.HIGHEST_PROTOCOL)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+
+    def write(self, window_id: str, rows: list[tuple[Any, ...]]) -> str:
+        self._write(self._path(window_id), rows)
         return window_id
 
     def read(self, window_id: str) -> list[tuple[Any, ...]]:
@@ -54,14 +56,7 @@ class LocalStaging:
     def write_release(self, window_id: str, decision: dict[str, Any]) -> None:
         """What a window's HW released, kept until no offset can lead back to the HW: a
         replayed HW releases exactly this again, so each row is released once."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        path = self._path(window_id).with_suffix(".release")
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            pickle.dump(decision, f, protocol=pickle.HIGHEST_PROTOCOL)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        self._write(self._path(window_id).with_suffix(".release"), decision)
 
     def read_release(self, window_id: str) -> dict[str, Any] | None:
         try:

@@ -151,8 +151,11 @@ class SnapshotStage:
         self._flush_state(out)
         if not len(self.tracker) and self.signal_table is None and not self._awaiting_hw:
             for item in items:
-                if type(item) is SchemaChange:
+                kind = type(item)
+                if kind is SchemaChange:
                     self._schema_change(item)  # any state change it causes goes out with the next batch
+                elif kind is TransactionCommit or kind is PositionAdvance:
+                    self.last_position = item.position
             return out + items if out else items
         observed = self.tracker.observed_tables()
         for index, item in enumerate(items):

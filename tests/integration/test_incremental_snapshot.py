@@ -19,54 +19,19 @@ import uuid
 import orjson
 import pytest
 
+from tests.support.snapshots import (
+    SIGNALS,
+    caught_up,
+    cleanup,
+    finished,
+    ids,
+    send_signal,
+    status,
+    wait_finished,
+)
 from tests.support.streamer import admin, payloads, start_process, stop_process, wait_for, write_connector
 
 pytestmark = pytest.mark.integration
-
-SIGNALS = "tidemark.debezium_signal"
-
-
-class _Ids(dict):
-    """Signal ids unique to this run (the signal table outlives test databases)."""
-
-    def __missing__(self, name: str) -> str:
-        self[name] = f"{name}-{uuid.uuid4().hex[:16]}"
-        return self[name]
-
-
-ids = _Ids()
-
-
-def send_signal(db, signal_id: str, kind: str, data: dict) -> None:
-    with db.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {SIGNALS} (id, type, data) VALUES (%s, %s, %s)", (signal_id, kind, json.dumps(data))
-        )
-
-
-def status(connector) -> dict:
-    try:
-        return orjson.loads((connector.state / "status.json").read_bytes())
-    except (FileNotFoundError, orjson.JSONDecodeError):
-        return {}
-
-
-def finished(connector, signal_id: str) -> dict | None:
-    snapshots = (status(connector).get("snapshots") or {}).get("finished", [])
-    return next(
-        (s for s in snapshots if s.get("signal_id", s.get("id")) == signal_id or s["id"] == signal_id), None
-    )
-
-
-def gtid(db) -> str:
-    with db.cursor() as cur:
-        cur.execute("SELECT @@gtid_binlog_pos")
-        return cur.fetchone()[0]
-
-
-def caught_up(connector, db) -> bool:
-    committed = (status(connector).get("committed") or {}).get("source", {})
-    return committed.get("gtids") == gtid(db)
 
 
 class Writer(threading.Thread):
@@ -94,18 +59,6 @@ class Writer(threading.Thread):
                     cur.execute("INSERT INTO t VALUES (%s, 0, 'new')", (self.next_id,))
                 self.changes += 1
                 time.sleep(0.002)
-
-
-def cleanup(proc, writer=None) -> None:
-    """Whatever happened, leave no writer and no streamer behind."""
-    if writer is not None:
-        writer.stop_flag.set()
-    if proc.poll() is None:
-        proc.kill()
-
-
-def wait_finished(connector, signal_id: str, timeout: float, what: str) -> None:
-    wait_for(lambda: finished(connector, signal_id) is not None, timeout, interval=0.3, message=what)
 
 
 def wind_down(connector, db, proc, writer) -> None:

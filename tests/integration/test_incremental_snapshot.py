@@ -19,6 +19,7 @@ import uuid
 import orjson
 import pytest
 
+from tests.support.harness import distinct
 from tests.support.snapshots import (
     SIGNALS,
     caught_up,
@@ -86,17 +87,6 @@ def assert_exact_and_in_order(db, events, table="t"):
         source = {r[0]: (r[1], r[2]) for r in cur.fetchall()}
     assert replay(events) == source
     assert_no_time_travel(events)
-
-
-def distinct(events):
-    """What a consumer that drops repeats (same order key, as after `kill -9`) sees."""
-    seen = set()
-    for e in events:
-        t = e["transaction"]
-        identity = (t["id"], t["total_order"])
-        if identity not in seen:
-            seen.add(identity)
-            yield e
 
 
 def assert_no_time_travel(events):

@@ -576,3 +576,68 @@ def test_snapshot_reads_equal_streamed_rows_for_every_type(
     streamed = next(e["after"] for e in events if e["op"] == "c")
     read = next(e["after"] for e in events if e["op"] == "r")
     assert read == streamed
+
+
+def test_pause_resume_stop_filters_and_surrogate_keys(tmp_path, mariadb_admin_params, scratch_db):
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE a (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+        cur.executemany(
+            "INSERT INTO a VALUES (%s, 0, %s)", [(i, "odd" if i % 2 else "even") for i in range(1, 2001)]
+        )
+        cur.execute("CREATE TABLE nopk (id INT NOT NULL, v INT)")
+        cur.executemany("INSERT INTO nopk VALUES (%s, 0)", [(i,) for i in range(1, 301)])
+    c = write_connector(
+        tmp_path, scratch_db, {"signal.data.collection": SIGNALS, "incremental.snapshot.chunk.size": 20}
+    )
+
+    def progress(table):
+        """Windows done, as committed (offsets are committed every 100 ms here)."""
+        offset = orjson.loads((c.state / "offsets.json").read_bytes())["offset"]
+        running = (offset.get("snapshot") or {}).get("snapshots", [])
+        tables = [t for s in running for t in s["tables"] if t["table"] == f"{scratch_db}.{table}"]
+        return tables[0]["windows_done"] if tables else None
+
+    def reads(table):
+        return [e["after"]["id"] for e in payloads(c, f"{c.prefix}.{scratch_db}.{table}") if e["op"] == "r"]
+
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30)
+        condition = {"data-collection": f"{scratch_db}.a", "filter": "id > 100 AND note = 'odd'"}
+        send_signal(
+            db,
+            ids["pr-1"],
+            "execute-snapshot",
+            {"data-collections": [f"{scratch_db}.a"], "additional-conditions": [condition]},
+        )
+        wait_for(lambda: (progress("a") or 0) >= 3, 60, interval=0.1)
+        send_signal(db, ids["pause"], "pause-snapshot", {})
+        time.sleep(1.0)  # the window in flight when the pause arrived finishes
+        paused_at = progress("a")
+        time.sleep(2.5)
+        assert progress("a") <= paused_at + 1, "no new windows while paused"
+        send_signal(db, ids["resume"], "resume-snapshot", {})
+        wait_for(lambda: progress("a") >= paused_at + 3, 60, interval=0.1)
+        send_signal(
+            db, ids["stop"], "stop-snapshot", {"type": "incremental", "data-collections": [f"{scratch_db}.a"]}
+        )
+        wait_finished(c, ids["pr-1"], 30, "stopped snapshot")
+        send_signal(db, ids["nopk-1"], "execute-snapshot", {"data-collections": [f"{scratch_db}.nopk"]})
+        send_signal(
+            db,
+            ids["nopk-2"],
+            "execute-snapshot",
+            {"data-collections": [f"{scratch_db}.nopk"], "surrogate-key": "id"},
+        )
+        wait_finished(c, ids["nopk-2"], 60, "surrogate-key snapshot")
+        failed = {f["id"]: f["reason"] for f in status(c)["snapshots"]["failed_signals"]}
+        assert stop_process(proc) == 0
+    finally:
+        cleanup(proc)
+    released = reads("a")
+    assert released and all(i > 100 and i % 2 for i in released), "only rows matching the filter"
+    assert len(released) < 950, "stop-snapshot ended it before the end of the table"
+    assert len(set(released)) == len(released)
+    assert "has no primary key" in failed[ids["nopk-1"]] and "surrogate-key" in failed[ids["nopk-1"]]
+    assert sorted(reads("nopk")) == list(range(1, 301))

@@ -7,6 +7,7 @@ import sys
 
 BENCHMARKS = {
     "streamer": "bench.streamer_throughput",
+    "snapshot": "bench.snapshot_throughput",
 }
 
 

@@ -9,6 +9,7 @@ submitted context.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -52,6 +53,10 @@ def build_session(
         builder = builder.master(os.environ["SPARK_MASTER"])
     elif not _submitted():
         builder = builder.master("local[*]")
+    if (master or os.environ.get("SPARK_MASTER", "local")).startswith("local") and not _submitted():
+        # Python workers of a local session run the driver's interpreter (the project's
+        # virtualenv), not whatever `python3` is first on PATH.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

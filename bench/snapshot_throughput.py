@@ -1,0 +1,256 @@
+"""Incremental-snapshot throughput against a Debezium-like baseline and the raw read limits.
+
+A table of N rows (default 5,000,000; 10 columns) is snapshotted while a writer applies
+about 500 changes/s. In one run, rows/s for:
+  (a) the in-process reader, chunk size 1024, rows released as op=r events (the baseline:
+      one window at a time, as Debezium does);
+  (b) the Spark chunk job (spark_jobs/incremental_snapshot.py), windows in parallel,
+      lakehouse release (staged Parquet plus a release record per window);
+  (c) the raw limits: `SELECT *` streamed to /dev/null by the mariadb client, and Spark
+      `read.jdbc` with the same parallelism writing Parquet;
+with (b) as a ratio of (a) and of Spark JDBC, and the streamer's peak RSS.
+
+    python -m bench snapshot [--rows N] [--parallelism P]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.streamer_throughput import admin, cdc_params, peak_rss_mb
+
+DB = "bench_snapshot"
+SIGNALS = "tidemark.debezium_signal"
+
+
+def load_table(rows: int) -> None:
+    conn = admin()
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
+        cur.execute(f"CREATE DATABASE {DB}")
+        cur.execute(
+            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, counter INT, name VARCHAR(40), city VARCHAR(40), "
+            "amount DOUBLE, seen DATETIME, flag TINYINT, note VARCHAR(60), big BIGINT, code CHAR(4))"
+        )
+        batch = 5000
+        for start in range(1, rows + 1, batch):
+            values = ",".join(
+                f"({i},{i % 97},'name-{i}','city-{i % 50}',{i * 1.5},'2024-01-01 00:00:{i % 60:02d}',{i % 2},"
+                f"'note {i}',{i * 7},'x{i % 13}')"
+                for i in range(start, min(start + batch, rows + 1))
+            )
+            cur.execute(f"INSERT INTO {DB}.t VALUES {values}")
+    conn.close()
+
+
+class Writer(threading.Thread):
+    """About `rate` single-row updates per second."""
+
+    def __init__(self, rows: int, rate: float = 500.0) -> None:
+        super().__init__(daemon=True)
+        self.rows, self.rate = rows, rate
+        self.stop_flag = threading.Event()
+        self.changes = 0
+
+    def run(self) -> None:
+        import random
+
+        rng = random.Random(5)
+        conn = admin()
+        with conn.cursor() as cur:
+            started = time.monotonic()
+            while not self.stop_flag.is_set():
+                cur.execute(
+                    f"UPDATE {DB}.t SET counter = counter + 1 WHERE id = %s", (rng.randint(1, self.rows),)
+                )
+                self.changes += 1
+                ahead = self.changes / self.rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+        conn.close()
+
+
+def connector(work: Path) -> Path:
+    props = {
+        "name": "bench-snapshot",
+        "connector.class": "mysql",
+        "topic.prefix": "benchsnap",
+        "database.hostname": "127.0.0.1",
+        "database.port": int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
+        "database.user": os.environ.get("TIDEMARK_DB_USER", "tidemark"),
+        "database.server.id": 9913,
+        "table.include.list": f"{DB}\\.t",
+        "signal.data.collection": SIGNALS,
+        "incremental.snapshot.chunk.size": 1024,
+        "state.directory": str(work / "state"),
+        "sink.local.directory": str(work / "log"),
+        "offset.flush.interval.ms": 500,
+    }
+    path = work / "connector.yaml"
+    path.write_text(yaml.safe_dump(props))
+    return path
+
+
+def signal(signal_id: str, data: dict[str, Any]) -> None:
+    conn = admin()
+    with conn.cursor() as cur:
+        cur.execute(
+            f"INSERT INTO {SIGNALS} (id, type, data) VALUES (%s, 'execute-snapshot', %s)",
+            (signal_id, json.dumps(data)),
+        )
+    conn.close()
+
+
+def finished(state: Path, signal_id: str) -> dict[str, Any] | None:
+    try:
+        offset = json.loads((state / "offsets.json").read_text())["offset"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
+    done = (offset.get("snapshot") or {}).get("finished", [])
+    return next((s for s in done if s["signal_id"] == signal_id), None)
+
+
+def wait_finished(
+    state: Path, signal_id: str, streamer: subprocess.Popen[bytes], rss: list[float]
+) -> dict[str, Any]:
+    while True:
+        rss[0] = max(rss[0], peak_rss_mb(streamer.pid))
+        summary = finished(state, signal_id)
+        if summary is not None:
+            return summary
+        if streamer.poll() is not None:
+            raise SystemExit("the streamer exited during the benchmark")
+        time.sleep(0.2)
+
+
+def raw_select(rows: int) -> float:
+    tool = shutil.which("mariadb") or shutil.which("mysql")
+    if tool is None:
+        raise SystemExit("the mariadb client is not installed (make install)")
+    p = cdc_params()
+    cmd = [tool, "--quick", "--batch", f"--host={p['host']}", f"--port={p['port']}", f"--user={p['user']}",
+           "-e", f"SELECT * FROM {DB}.t"]  # fmt: skip
+    started = time.perf_counter()
+    subprocess.run(cmd, env={**os.environ, "MYSQL_PWD": p["password"]}, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - started
+
+
+def spark_jdbc(rows: int, parallelism: int, out: Path) -> float:
+    """Spark's own JDBC reader (MariaDB driver), partitioned on the key, writing Parquet."""
+    code = f"""
+import time, os
+from spark_jobs.session import build_session
+spark = build_session("bench-jdbc", master="local[{parallelism}]")
+p = {json.dumps({k: v for k, v in cdc_params().items() if k != "password"})}
+started = time.perf_counter()
+df = spark.read.jdbc(
+    f"jdbc:mysql://{{p['host']}}:{{p['port']}}/{DB}?permitMysqlScheme", "t", column="id", lowerBound=1, upperBound={rows},
+    numPartitions={parallelism}, properties={{"user": p["user"], "password": os.environ["TIDEMARK_DB_PASSWORD"],
+    "driver": "org.mariadb.jdbc.Driver"}})
+df.write.mode("overwrite").parquet({str(out)!r})
+print(time.perf_counter() - started)
+"""
+    env = {
+        **os.environ,
+        "TIDEMARK_DB_PASSWORD": cdc_params()["password"],
+        "TIDEMARK_SPARK_LOG_LEVEL": "ERROR",
+    }
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if result.returncode:
+        raise SystemExit(f"Spark read.jdbc failed:\n{result.stderr[-8000:]}")
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--parallelism", type=int, default=4)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="tidemark-snapbench-"))
+    print(f"loading {args.rows:,} rows ...", flush=True)
+    started = time.perf_counter()
+    load_table(args.rows)
+    print(f"loaded in {time.perf_counter() - started:.0f}s", flush=True)
+    config = connector(work)
+    env = {**os.environ, "TIDEMARK_DB_PASSWORD": cdc_params()["password"]}
+    streamer = subprocess.Popen(
+        [sys.executable, "-m", "cdc_core.cli", "stream", "--config", str(config), "--status-line", "never"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(work / "streamer.log", "wb"),  # noqa: SIM115 - closed with the process
+    )
+    writer = Writer(args.rows)
+    rss = [0.0]
+    results: dict[str, float] = {}
+    try:
+        time.sleep(3)
+        writer.start()
+        suffix = int(time.time())
+        print("in-process reader (baseline) ...", flush=True)
+        t = time.perf_counter()
+        signal(f"bench-inproc-{suffix}", {"data-collections": [f"{DB}.t"]})
+        summary = wait_finished(work / "state", f"bench-inproc-{suffix}", streamer, rss)
+        results["inprocess"] = time.perf_counter() - t
+        released = summary["tables"][0]["rows_released"] + summary["tables"][0]["rows_dropped"]
+        print("Spark chunk job ...", flush=True)
+        t = time.perf_counter()
+        spark_signal = f"bench-spark-{suffix}"
+        signal(spark_signal, {"data-collections": [f"{DB}.t"], "tidemark.reader": "spark",
+                              "tidemark.release": "lakehouse", "tidemark.chunk-size": 65536})  # fmt: skip
+        job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", "--config", str(config), "--signal",
+               spark_signal, "--staging", str(work / "staging"), "--parallelism", str(args.parallelism),
+               "--master", f"local[{args.parallelism}]"]  # fmt: skip
+        subprocess.run(
+            job, env={**env, "TIDEMARK_SPARK_LOG_LEVEL": "ERROR"}, check=True, stdout=subprocess.DEVNULL
+        )
+        wait_finished(work / "state", spark_signal, streamer, rss)
+        results["spark"] = time.perf_counter() - t
+    finally:
+        writer.stop_flag.set()
+        writer.join(10)
+        streamer.terminate()
+        streamer.wait(60)
+    print("raw limits ...", flush=True)
+    results["select"] = raw_select(args.rows)
+    results["jdbc"] = spark_jdbc(args.rows, args.parallelism, work / "jdbc-parquet")
+
+    def rate(name: str) -> float:
+        return args.rows / results[name]
+
+    rows = [
+        ("in-process reader, chunk 1024, op=r (baseline)", "inprocess"),
+        (f"Spark chunk job, {args.parallelism} parallel, lakehouse (incl. JVM)", "spark"),
+        ("SELECT * to /dev/null (mariadb client)", "select"),
+        (f"Spark read.jdbc, {args.parallelism} parts, Parquet (incl. JVM)", "jdbc"),
+    ]
+    print(
+        f"\n{args.rows:,} rows, writer at ~500 changes/s ({writer.changes} changes); baseline released {released:,}"
+    )
+    print(f"{'reader':52s} {'rows/s':>10s} {'seconds':>8s} {'vs baseline':>12s} {'vs Spark JDBC':>14s}")
+    for label, name in rows:
+        print(
+            f"{label:52s} {rate(name):10,.0f} {results[name]:8.1f} {rate(name) / rate('inprocess'):11.1f}x "
+            f"{rate(name) / rate('jdbc'):13.0%}"
+        )
+    print(f"streamer peak RSS (with its decoder process): {rss[0]:.0f} MB")
+    print(
+        "target: Spark reader >= 5x the baseline and >= 70% of Spark JDBC; streamer memory independent of size"
+    )
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -245,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{rate(name) / rate('jdbc'):13.0%}"
         )
     print(f"streamer peak RSS (with its decoder process): {rss[0]:.0f} MB")
+    if released > args.rows:
+        print(f"WARNING: the baseline released {released:,} rows for a {args.rows:,}-row table")
     print(
         "target: Spark reader >= 5x the baseline and >= 70% of Spark JDBC; streamer memory independent of size"
     )

@@ -544,7 +544,6 @@ class SnapshotStage:
     ) -> list[LogItem]:
         """The log passed a window's HW: its release, as items to put in the HW's place."""
         window = self.tracker.close(window_id)
-        self._passed.append(window_id)
         try:
             decided = self.staging.read_release(window_id)
             if decided is not None:
@@ -608,6 +607,8 @@ class SnapshotStage:
                 )
             return out
         finally:
+            # Only now may the chunk reader move on: the state above is final for this window.
+            self._passed.append(window_id)
             with self.changed:
                 self.changed.notify_all()
 

@@ -29,7 +29,8 @@ from itertools import pairwise
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
-from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
+from cdc_core.connectors.mysql import server
+from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource, table_name
 from cdc_core.connectors.mysql.ddl import parse_create_table
 from cdc_core.errors import TidemarkError
 from cdc_core.filters import ColumnRules, TableFilter
@@ -49,21 +50,11 @@ from cdc_core.snapshot.keycodec import decode_key, encode_key
 from cdc_core.snapshot.staging import write_parquet
 
 
-def connection_params(config: ConnectorConfig) -> dict[str, Any]:
-    secret = config.secret("database.password")
-    return {
-        "host": config.get("database.hostname"),
-        "port": config.get("database.port"),
-        "user": config.get("database.user"),
-        "password": secret.reveal() if secret else "",
-    }
-
-
 def read_signal(source: MySqlChunkSource, signal_table: str, signal_id: str) -> ExecuteSnapshot:
-    table = TableId.parse(signal_table)
     with source.conn.cursor() as cur:
         cur.execute(
-            f"SELECT id, type, data FROM `{table.database}`.`{table.table}` WHERE id = %s", (signal_id,)
+            f"SELECT id, type, data FROM {table_name(TableId.parse(signal_table))} WHERE id = %s",
+            (signal_id,),
         )
         row = cur.fetchone()
     if row is None:
@@ -76,19 +67,10 @@ def read_signal(source: MySqlChunkSource, signal_table: str, signal_id: str) -> 
     return action
 
 
-def current_tables(source: MySqlChunkSource) -> list[TableId]:
-    with source.conn.cursor() as cur:
-        cur.execute(
-            "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-            "AND table_schema NOT IN ('mysql', 'sys', 'performance_schema', 'information_schema')"
-        )
-        return [TableId(db, t) for db, t in cur.fetchall()]
-
-
 def table_schema(source: MySqlChunkSource, table: TableId) -> TableSchema:
-    with source.conn.cursor() as cur:
-        cur.execute(f"SHOW CREATE TABLE `{table.database}`.`{table.table}`")
-        return parse_create_table(cur.fetchone()[1], table.database)
+    return parse_create_table(
+        server.show_create_table(source.conn, table.database, table.table), table.database
+    )
 
 
 def plan_windows(
@@ -98,7 +80,9 @@ def plan_windows(
     from the database in one pass per table."""
     captured = TableFilter(config)
     rules = ColumnRules(config)
-    tables, problems = matching_tables(action.collections, current_tables(source), captured.captures)
+    tables, problems = matching_tables(
+        action.collections, [TableId(*t) for t in server.list_tables(source.conn)], captured.captures
+    )
     if problems:
         raise TidemarkError("; ".join(problems))
     windows: list[dict[str, Any]] = []
@@ -204,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     signal_table = config.get("signal.data.collection")
     if not signal_table:
         raise SystemExit("the connector has no signal.data.collection: incremental snapshots need it")
-    params = connection_params(config)
+    params = server.connection_params(config)
     driver = MySqlChunkSource(params, signal_table)
     try:
         action = read_signal(driver, signal_table, args.signal)

@@ -28,7 +28,6 @@ class TableProgress:
     windows_done: int = 0
     rows_released: int = 0
     rows_dropped: int = 0
-    rows_estimate: int | None = None
     windows_total: int | None = None  # known when an external reader planned the windows
     done_windows: tuple[int, ...] = ()  # indexes of the planned windows already released
 
@@ -44,7 +43,6 @@ class TableProgress:
             "windows_done": self.windows_done,
             "rows_released": self.rows_released,
             "rows_dropped": self.rows_dropped,
-            "rows_estimate": self.rows_estimate,
         }
 
     @classmethod
@@ -58,7 +56,6 @@ class TableProgress:
             int(d.get("windows_done", 0)),
             int(d.get("rows_released", 0)),
             int(d.get("rows_dropped", 0)),
-            d.get("rows_estimate"),
             d.get("windows_total"),
             tuple(d.get("done_windows", ())),
         )
@@ -169,9 +166,7 @@ class SnapshotContext:
             elapsed = max((now - snapshot.started_ms) / 1000, 1e-3)
             tables = []
             for t in snapshot.tables:
-                total = t.windows_total
-                if total is None and t.rows_estimate is not None:
-                    total = max(1, -(-t.rows_estimate // snapshot.chunk_size))
+                total = t.windows_total  # known for planned (Spark) windows
                 tables.append(
                     {
                         "table": t.table,

@@ -48,7 +48,6 @@ class ChunkCoordinator:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="snapshot-chunks", daemon=True)
         self._source: ChunkSource | None = None
-        self.windows_written = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -178,7 +177,6 @@ class ChunkCoordinator:
                 "rows": len(rows),
             },
         )
-        self.windows_written += 1
         self._await_release(snapshot.id, progress.table, window_id, progress)
 
     def _read_only_window(
@@ -205,7 +203,6 @@ class ChunkCoordinator:
         rows = source.read_chunk(plan, lo, hi)
         self.stage.staging.write(window_id, rows)
         self.stage.submit_high_watermark(window_id, source.position_marker(), plan.table.column_names)
-        self.windows_written += 1
         self._await_release(snapshot.id, progress.table, window_id, progress)
 
     def _await_release(self, snapshot_id: str, table: str, window_id: str, before: TableProgress) -> None:

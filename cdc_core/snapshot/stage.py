@@ -86,7 +86,6 @@ class SnapshotStage:
         staging: LocalStaging,
         chunk_size: int,
         key_columns: Callable[[TableId], tuple[str, ...]] = lambda _t: (),
-        exact_order: Callable[[TableSchema, tuple[str, ...]], bool] = lambda _t, _k: False,
         source_signals: bool = True,
         open_chunk_source: Callable[[], Any] | None = None,
         positions: Any = None,  # read-only mode: the connector's position helpers (see `PositionWatermarks`)
@@ -98,7 +97,6 @@ class SnapshotStage:
         self.staging = staging
         self.chunk_size = chunk_size
         self.key_columns = key_columns
-        self.exact_order = exact_order
         self.source_signals = source_signals  # user signals from the signal table (watermarks always count)
         self.open_chunk_source = open_chunk_source
         self.positions = positions

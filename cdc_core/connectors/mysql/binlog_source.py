@@ -107,13 +107,7 @@ class BinlogSource:
         self.config = config
         self.history = history
         self.name = config.topic_prefix
-        secret = config.secret("database.password")
-        self.params = {
-            "host": config.get("database.hostname"),
-            "port": config.get("database.port"),
-            "user": config.get("database.user"),
-            "password": secret.reveal() if secret else "",
-        }
+        self.params = server.connection_params(config)
         self.server_id = config.get("database.server.id")
         self.tables_filter = TableFilter(config)
         self.signal_table = config.get("signal.data.collection")

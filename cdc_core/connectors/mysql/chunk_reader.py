@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 import pymysql
 
+from cdc_core.connectors.mysql import server
+from cdc_core.connectors.mysql.server import quote
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId
 from cdc_core.signals.conditions import render
@@ -28,10 +30,6 @@ _EXACT = {
 }  # fmt: skip
 
 
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def table_name(table: TableId) -> str:
     return f"{quote(table.database)}.{quote(table.table)}"
 
@@ -39,7 +37,7 @@ def table_name(table: TableId) -> str:
 class MySqlChunkSource:
     def __init__(self, params: dict[str, Any], signal_table: str | None) -> None:
         try:
-            self.conn = pymysql.connect(**params, autocommit=True, init_command="SET time_zone = '+00:00'")
+            self.conn = server.connect(params, init_command="SET time_zone = '+00:00'")
         except pymysql.err.OperationalError as exc:
             raise TidemarkError(
                 f"snapshot reader cannot connect to {params.get('host')}:{params.get('port')}: {exc.args[-1]}"
@@ -47,6 +45,7 @@ class MySqlChunkSource:
         with self.conn.cursor() as cur:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         self.signal_table = signal_table
+        self._info: server.ServerInfo | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -130,11 +129,9 @@ class MySqlChunkSource:
 
     def position_marker(self) -> str:
         """The server's executed GTID position now (read-only watermarks)."""
-        with self.conn.cursor() as cur:
-            cur.execute("SELECT VERSION()")
-            mariadb = "mariadb" in cur.fetchone()[0].lower()
-            cur.execute("SELECT @@gtid_binlog_pos" if mariadb else "SELECT @@gtid_executed")
-            return str(cur.fetchone()[0] or "")
+        if self._info is None:
+            self._info = server.inspect_server(self.conn)
+        return server.current_position(self.conn, self._info).gtids or ""
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:
         for name in plan.key:

@@ -42,6 +42,17 @@ REQUIRED = {
 }
 
 
+def connection_params(config: Any) -> dict[str, Any]:
+    """pymysql settings from a connector's configuration (the password from its secret)."""
+    secret = config.secret("database.password")
+    return {
+        "host": config.get("database.hostname"),
+        "port": config.get("database.port"),
+        "user": config.get("database.user"),
+        "password": secret.reveal() if secret else "",
+    }
+
+
 def connect(params: dict[str, Any], **extra: Any) -> pymysql.Connection:
     return pymysql.connect(**params, autocommit=True, connect_timeout=10, **extra)
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from bench import table
 from bench.streamer_throughput import admin, cdc_params, peak_rss_mb
 
 DB = "bench_snapshot"
@@ -38,20 +39,8 @@ SIGNALS = "tidemark.debezium_signal"
 def load_table(rows: int) -> None:
     conn = admin()
     with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
-        cur.execute(f"CREATE DATABASE {DB}")
-        cur.execute(
-            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, counter INT, name VARCHAR(40), city VARCHAR(40), "
-            "amount DOUBLE, seen DATETIME, flag TINYINT, note VARCHAR(60), big BIGINT, code CHAR(4))"
-        )
-        batch = 5000
-        for start in range(1, rows + 1, batch):
-            values = ",".join(
-                f"({i},{i % 97},'name-{i}','city-{i % 50}',{i * 1.5},'2024-01-01 00:00:{i % 60:02d}',{i % 2},"
-                f"'note {i}',{i * 7},'x{i % 13}')"
-                for i in range(start, min(start + batch, rows + 1))
-            )
-            cur.execute(f"INSERT INTO {DB}.t VALUES {values}")
+        table.create(cur, DB)
+        table.insert_rows(cur, DB, 1, rows, batch=5000)
     conn.close()
 
 

@@ -27,6 +27,8 @@ from typing import Any
 import orjson
 import pymysql
 
+from bench import table
+
 DB = "bench_stream"
 
 
@@ -59,13 +61,7 @@ def write_workload(changes: int) -> int:
     conn = admin()
     with conn.cursor() as cur:
         batch = 1000
-        for start in range(1, inserts + 1, batch):
-            rows = ",".join(
-                f"({i},{i % 97},'name-{i}','city-{i % 50}',{i * 1.5},'2024-01-01 00:00:{i % 60:02d}',{i % 2},"
-                f"'note {i}',{i * 7},'x{i % 13}')"
-                for i in range(start, min(start + batch, inserts + 1))
-            )
-            cur.execute(f"INSERT INTO {DB}.t VALUES {rows}")
+        table.insert_rows(cur, DB, 1, inserts, batch)
         step = max(1, inserts // max(updates, 1))
         done = 0
         lo = 1
@@ -202,12 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="tidemark-bench-"))
     conn = admin()
     with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS {DB}")
-        cur.execute(f"CREATE DATABASE {DB}")
-        cur.execute(
-            f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, counter INT, name VARCHAR(40), city VARCHAR(40), "
-            "amount DOUBLE, seen DATETIME, flag TINYINT, note VARCHAR(60), big BIGINT, code CHAR(4))"
-        )
+        table.create(cur, DB)
         cur.execute("FLUSH BINARY LOGS")
     # First start of the streamer records the schema and the position before the workload.
     seed = work / "seed-state"

@@ -19,7 +19,7 @@ import uuid
 import orjson
 import pytest
 
-from tests.support.harness import distinct
+from tests.support import harness
 from tests.support.snapshots import (
     SIGNALS,
     caught_up,
@@ -62,6 +62,13 @@ class Writer(threading.Thread):
                 time.sleep(0.002)
 
 
+def seed(cur, name: str, rows: int, note=None) -> None:
+    """Table `name` (id, v, note) with ids 1..rows at version 0."""
+    cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+    notes = (lambda i: f"row {i}") if note is None else note if callable(note) else (lambda _i: note)
+    cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, %s)", [(i, notes(i)) for i in range(1, rows + 1)])
+
+
 def wind_down(connector, db, proc, writer) -> None:
     """Stop the writer, let the streamer catch up with the server, stop it cleanly."""
     writer.stop_flag.set()
@@ -90,30 +97,14 @@ def assert_exact_and_in_order(db, events, table="t"):
 
 
 def assert_no_time_travel(events):
-    last_version: dict[int, int] = {}
-    deleted: set[int] = set()
-    for e in distinct(events):
-        row = e["after"] or e["before"]
-        key = row["id"]
-        if e["op"] == "d":
-            deleted.add(key)
-            continue
-        if e["op"] == "r":
-            assert key not in deleted, f"a snapshot read brought back deleted row {key}"
-        if e["op"] == "c":
-            deleted.discard(key)
-            last_version.pop(key, None)
-        v = e["after"]["v"]
-        assert v >= last_version.get(key, -1), f"row {key} went back from version {last_version[key]} to {v}"
-        last_version[key] = v
+    harness.assert_no_time_travel(events, lambda row: row["id"], "v")
 
 
 def test_snapshot_while_writing_is_exact_and_free_of_time_travel(tmp_path, mariadb_admin_params, scratch_db):
     db = admin(mariadb_admin_params, scratch_db)
     rows = 3000
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-        cur.executemany("INSERT INTO t VALUES (%s, 0, %s)", [(i, f"row {i}") for i in range(1, rows + 1)])
+        seed(cur, "t", rows)
     c = write_connector(
         tmp_path, scratch_db, {"signal.data.collection": SIGNALS, "incremental.snapshot.chunk.size": 100}
     )
@@ -224,8 +215,7 @@ def test_file_and_kafka_channels_trigger_snapshots_once(
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
         for name in ("a", "b"):
-            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-            cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, 'x')", [(i,) for i in range(1, 51)])
+            seed(cur, name, 50, note="x")
     signal_file = tmp_path / "signals.jsonl"
     signal_topic = f"signals-{uuid.uuid4().hex[:8]}"
     c = write_connector(
@@ -302,10 +292,7 @@ def test_spark_chunk_job_writes_parallel_windows_released_exactly(
     rows = 2000
     with db.cursor() as cur:
         for name in ("t", "lake"):
-            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-            cur.executemany(
-                f"INSERT INTO {name} VALUES (%s, 0, %s)", [(i, f"row {i}") for i in range(1, rows + 1)]
-            )
+            seed(cur, name, rows)
     c = write_connector(tmp_path, scratch_db, {"signal.data.collection": SIGNALS})
     staging = tmp_path / "staging"
     proc = start_process(c)
@@ -358,8 +345,7 @@ def test_spark_chunk_job_writes_parallel_windows_released_exactly(
 def test_blocking_snapshot_pauses_streaming_and_resumes(tmp_path, mariadb_admin_params, scratch_db):
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-        cur.executemany("INSERT INTO t VALUES (%s, 0, 'x')", [(i,) for i in range(1, 301)])
+        seed(cur, "t", 300, note="x")
     c = write_connector(
         tmp_path, scratch_db, {"signal.data.collection": SIGNALS, "incremental.snapshot.chunk.size": 64}
     )
@@ -400,8 +386,7 @@ def test_initial_mode_and_tables_added_to_the_capture_list(tmp_path, mariadb_adm
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
         for name in ("a", "b"):
-            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-            cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, 'x')", [(i,) for i in range(1, 21)])
+            seed(cur, name, 20, note="x")
     c = write_connector(
         tmp_path,
         scratch_db,
@@ -459,8 +444,7 @@ def test_a_snapshot_survives_kill_9_and_resumes_at_the_first_window_not_done(
     db = admin(mariadb_admin_params, scratch_db)
     rows = 3000
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-        cur.executemany("INSERT INTO t VALUES (%s, 0, %s)", [(i, f"row {i}") for i in range(1, rows + 1)])
+        seed(cur, "t", rows)
     c = write_connector(
         tmp_path, scratch_db, {"signal.data.collection": SIGNALS, "incremental.snapshot.chunk.size": 100}
     )
@@ -506,8 +490,7 @@ def test_read_only_snapshot_uses_gtid_positions_and_writes_nothing(
             return cur.fetchone()[0]
 
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-        cur.executemany("INSERT INTO t VALUES (%s, 0, %s)", [(i, f"row {i}") for i in range(1, rows + 1)])
+        seed(cur, "t", rows)
     signal_file = tmp_path / "signals.jsonl"
     c = write_connector(
         tmp_path,
@@ -584,10 +567,7 @@ def test_snapshot_reads_equal_streamed_rows_for_every_type(
 def test_pause_resume_stop_filters_and_surrogate_keys(tmp_path, mariadb_admin_params, scratch_db):
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
-        cur.execute("CREATE TABLE a (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-        cur.executemany(
-            "INSERT INTO a VALUES (%s, 0, %s)", [(i, "odd" if i % 2 else "even") for i in range(1, 2001)]
-        )
+        seed(cur, "a", 2000, note=lambda i: "odd" if i % 2 else "even")
         cur.execute("CREATE TABLE nopk (id INT NOT NULL, v INT)")
         cur.executemany("INSERT INTO nopk VALUES (%s, 0)", [(i,) for i in range(1, 301)])
     c = write_connector(

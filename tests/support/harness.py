@@ -162,6 +162,40 @@ def distinct(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def assert_no_time_travel(
+    events: list[dict[str, Any]],
+    key_of: Any,
+    version: str,
+    label: str = "",
+    order_keys: bool = False,
+) -> None:
+    """Per key, in the order a consumer applies them (repeats dropped): the version column
+    never goes back (a create starts over), no snapshot read follows a delete, and, with
+    `order_keys`, each event's (epoch, rank, total_order) is higher than the last."""
+    versions: dict[Any, int] = {}
+    order: dict[Any, tuple] = {}
+    deleted: set = set()
+    for e in distinct(events):
+        key = key_of(e["after"] or e["before"])
+        if order_keys:
+            t = e["transaction"]
+            order_key = (t["transaction_epoch"], t["transaction_rank"], t["total_order"])
+            assert order_key > order.get(key, (-1, -1, -1)), f"{label} {key}: order key went back"
+            order[key] = order_key
+        if e["op"] == "d":
+            deleted.add(key)
+            versions.pop(key, None)
+            continue
+        if e["op"] == "r":
+            assert key not in deleted, f"{label} {key}: a snapshot read brought back a deleted row"
+        if e["op"] == "c":
+            deleted.discard(key)
+            versions.pop(key, None)
+        v = e["after"][version]
+        assert v >= versions.get(key, -1), f"{label} {key}: version went back from {versions[key]} to {v}"
+        versions[key] = v
+
+
 def _key(table: HarnessTable, row: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(row[k] for k in table.key)
 
@@ -189,30 +223,9 @@ def check(
             f"{table.name}: replay differs from the source ({len(state)} vs {len(source)} rows)"
         )
         # 2. no time travel
-        version: dict[tuple, int] = {}
-        order: dict[tuple, tuple] = {}
-        deleted: set = set()
-        for e in events:
-            row = e["after"] or e["before"]
-            key = _key(table, row)
-            t = e["transaction"]
-            order_key = (t["transaction_epoch"], t["transaction_rank"], t["total_order"])
-            assert order_key > order.get(key, (-1, -1, -1)), f"{table.name} {key}: order key went back"
-            order[key] = order_key
-            if e["op"] == "d":
-                deleted.add(key)
-                version.pop(key, None)
-                continue
-            if e["op"] == "r":
-                assert key not in deleted, f"{table.name} {key}: a snapshot read brought back a deleted row"
-            if e["op"] == "c":
-                deleted.discard(key)
-                version.pop(key, None)
-            v = e["after"]["version"]
-            assert v >= version.get(key, -1), (
-                f"{table.name} {key}: version went back from {version[key]} to {v}"
-            )
-            version[key] = v
+        assert_no_time_travel(
+            events, lambda row, t=table: _key(t, row), "version", table.name, order_keys=True
+        )
         # 3. untouched rows released exactly once
         reads = Counter(_key(table, e["after"]) for e in events if e["op"] == "r")
         untouched = initial[table.name] - writer.touched[table.name]

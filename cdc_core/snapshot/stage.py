@@ -116,6 +116,7 @@ class SnapshotStage:
         self._state_changed = False
         self._staged_by_release: dict[int, str] = {}
         self._clean_staging()
+        self._rearm_read_only_releases()
 
     # ------------------------------------------------------------------ outside signals
 
@@ -236,7 +237,8 @@ class SnapshotStage:
             begin = TransactionBegin(
                 f"snapshot-window-{window_id}", epoch, rank, ts_ms, position, synthetic=window_id
             )
-            released = self._finish_window(window_id, columns, None, 0, source, ts_ms, {"begin": begin})
+            extra = {"begin": begin, "marker": marker, "columns": columns}
+            released = self._finish_window(window_id, columns, None, 0, source, ts_ms, extra)
             if released:
                 out.append(begin)
                 out.extend(released)
@@ -661,6 +663,24 @@ class SnapshotStage:
         upto = int((snapshot_state or {}).get("released", 0))
         for seq in [s for s in self._staged_by_release if s <= upto]:
             self.staging.delete(self._staged_by_release.pop(seq))
+
+    def _rearm_read_only_releases(self) -> None:
+        """A read-only release is not in the log. If the committed state is from before one
+        (its window's range not yet passed), wait for its HW position again: the log will
+        pass it at the same point and release exactly the same rows with the same order key,
+        instead of the range being read (and released) a second time."""
+        for window_id in self.staging.windows():
+            decided = self.staging.read_release(window_id)
+            if not decided or "marker" not in decided:
+                continue
+            window: Window = decided["window"]
+            snapshot = self.context.find(window.snapshot_id)
+            progress = (
+                next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
+            )
+            if progress is not None and not progress.done and progress.lo == window.lo:
+                self.tracker.open(window)
+                self._awaiting_hw[window_id] = (decided["marker"], tuple(decided["columns"]))
 
     def _clean_staging(self) -> None:
         """Staged windows of snapshots no longer in the (committed) state can never be released."""

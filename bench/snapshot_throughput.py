@@ -8,7 +8,10 @@ about 500 changes/s. In one run, rows/s for:
       lakehouse release (staged Parquet plus a release record per window);
   (c) the raw limits: `SELECT *` streamed to /dev/null by the mariadb client, and Spark
       `read.jdbc` with the same parallelism writing Parquet;
-with (b) as a ratio of (a) and of Spark JDBC, and the streamer's peak RSS.
+with (b) as a ratio of (a) and of Spark JDBC. Both Spark figures count the whole job as a
+user runs it, JVM start included (Spark JDBC is also shown without it). The streamer's
+memory is sampled during an in-process snapshot of a table a tenth the size and during
+the full-size one: it should not grow with the table.
 
     python -m bench snapshot [--rows N] [--parallelism P]
 """
@@ -33,14 +36,15 @@ from bench import table
 from bench.streamer_throughput import admin, cdc_params, peak_rss_mb
 
 DB = "bench_snapshot"
+SMALL_DB = "bench_snapshot_small"
 SIGNALS = "tidemark.debezium_signal"
 
 
-def load_table(rows: int) -> None:
+def load_table(db: str, rows: int) -> None:
     conn = admin()
     with conn.cursor() as cur:
-        table.create(cur, DB)
-        table.insert_rows(cur, DB, 1, rows, batch=5000)
+        table.create(cur, db)
+        table.insert_rows(cur, db, 1, rows, batch=5000)
     conn.close()
 
 
@@ -80,7 +84,7 @@ def connector(work: Path) -> Path:
         "database.port": int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307")),
         "database.user": os.environ.get("TIDEMARK_DB_USER", "tidemark"),
         "database.server.id": 9913,
-        "table.include.list": f"{DB}\\.t",
+        "table.include.list": f"({DB}|{SMALL_DB})\\.t",
         "signal.data.collection": SIGNALS,
         "incremental.snapshot.chunk.size": 1024,
         "state.directory": str(work / "state"),
@@ -114,8 +118,9 @@ def finished(state: Path, signal_id: str) -> dict[str, Any] | None:
 def wait_finished(
     state: Path, signal_id: str, streamer: subprocess.Popen[bytes], rss: list[float]
 ) -> dict[str, Any]:
+    """Waits for the snapshot; `rss[0]` becomes the largest streamer RSS sampled meanwhile."""
     while True:
-        rss[0] = max(rss[0], peak_rss_mb(streamer.pid))
+        rss[0] = max(rss[0], peak_rss_mb(streamer.pid, now=True))
         summary = finished(state, signal_id)
         if summary is not None:
             return summary
@@ -136,8 +141,9 @@ def raw_select(rows: int) -> float:
     return time.perf_counter() - started
 
 
-def spark_jdbc(rows: int, parallelism: int, out: Path) -> float:
-    """Spark's own JDBC reader (MariaDB driver), partitioned on the key, writing Parquet."""
+def spark_jdbc(rows: int, parallelism: int, out: Path) -> tuple[float, float]:
+    """Spark's own JDBC reader (MariaDB driver), partitioned on the key, writing Parquet:
+    seconds for the whole process (JVM start included) and for the read and write alone."""
     code = f"""
 import time, os
 from spark_jobs.session import build_session
@@ -156,21 +162,30 @@ print(time.perf_counter() - started)
         "TIDEMARK_DB_PASSWORD": cdc_params()["password"],
         "TIDEMARK_SPARK_LOG_LEVEL": "ERROR",
     }
+    started = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    whole = time.perf_counter() - started
     if result.returncode:
         raise SystemExit(f"Spark read.jdbc failed:\n{result.stderr[-8000:]}")
-    return float(result.stdout.strip().splitlines()[-1])
+    return whole, float(result.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument(
+        "--skip-baseline",
+        action="store_true",
+        help="leave out the in-process runs (while tuning the Spark job)",
+    )
     args = parser.parse_args(argv)
+    small = max(1, args.rows // 10)
     work = Path(tempfile.mkdtemp(prefix="tidemark-snapbench-"))
-    print(f"loading {args.rows:,} rows ...", flush=True)
+    print(f"loading {args.rows:,} + {small:,} rows ...", flush=True)
     started = time.perf_counter()
-    load_table(args.rows)
+    load_table(DB, args.rows)
+    load_table(SMALL_DB, small)
     print(f"loaded in {time.perf_counter() - started:.0f}s", flush=True)
     config = connector(work)
     env = {**os.environ, "TIDEMARK_DB_PASSWORD": cdc_params()["password"]}
@@ -181,18 +196,23 @@ def main(argv: list[str] | None = None) -> int:
         stderr=open(work / "streamer.log", "wb"),  # noqa: SIM115 - closed with the process
     )
     writer = Writer(args.rows)
-    rss = [0.0]
+    rss = {"small": [0.0], "full": [0.0], "spark": [0.0]}
     results: dict[str, float] = {}
+    released = 0
     try:
         time.sleep(3)
         writer.start()
         suffix = int(time.time())
-        print("in-process reader (baseline) ...", flush=True)
-        t = time.perf_counter()
-        signal(f"bench-inproc-{suffix}", {"data-collections": [f"{DB}.t"]})
-        summary = wait_finished(work / "state", f"bench-inproc-{suffix}", streamer, rss)
-        results["inprocess"] = time.perf_counter() - t
-        released = summary["tables"][0]["rows_released"] + summary["tables"][0]["rows_dropped"]
+        if not args.skip_baseline:
+            print(f"in-process reader, {small:,}-row table ...", flush=True)
+            signal(f"bench-small-{suffix}", {"data-collections": [f"{SMALL_DB}.t"]})
+            wait_finished(work / "state", f"bench-small-{suffix}", streamer, rss["small"])
+            print("in-process reader (baseline) ...", flush=True)
+            t = time.perf_counter()
+            signal(f"bench-inproc-{suffix}", {"data-collections": [f"{DB}.t"]})
+            summary = wait_finished(work / "state", f"bench-inproc-{suffix}", streamer, rss["full"])
+            results["inprocess"] = time.perf_counter() - t
+            released = summary["tables"][0]["rows_released"] + summary["tables"][0]["rows_dropped"]
         print("Spark chunk job ...", flush=True)
         t = time.perf_counter()
         spark_signal = f"bench-spark-{suffix}"
@@ -204,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(
             job, env={**env, "TIDEMARK_SPARK_LOG_LEVEL": "ERROR"}, check=True, stdout=subprocess.DEVNULL
         )
-        wait_finished(work / "state", spark_signal, streamer, rss)
+        wait_finished(work / "state", spark_signal, streamer, rss["spark"])
         results["spark"] = time.perf_counter() - t
     finally:
         writer.stop_flag.set()
@@ -213,27 +233,36 @@ def main(argv: list[str] | None = None) -> int:
         streamer.wait(60)
     print("raw limits ...", flush=True)
     results["select"] = raw_select(args.rows)
-    results["jdbc"] = spark_jdbc(args.rows, args.parallelism, work / "jdbc-parquet")
+    results["jdbc"], results["jdbc-read"] = spark_jdbc(args.rows, args.parallelism, work / "jdbc-parquet")
 
     def rate(name: str) -> float:
         return args.rows / results[name]
+
+    def ratio(name: str, base: str, form: str) -> str:
+        return format(rate(name) / rate(base), form) if base in results else "n/a"
 
     rows = [
         ("in-process reader, chunk 1024, op=r (baseline)", "inprocess"),
         (f"Spark chunk job, {args.parallelism} parallel, lakehouse (incl. JVM)", "spark"),
         ("SELECT * to /dev/null (mariadb client)", "select"),
         (f"Spark read.jdbc, {args.parallelism} parts, Parquet (incl. JVM)", "jdbc"),
+        (f"Spark read.jdbc, {args.parallelism} parts, Parquet (excl. JVM)", "jdbc-read"),
     ]
     print(
         f"\n{args.rows:,} rows, writer at ~500 changes/s ({writer.changes} changes); baseline released {released:,}"
     )
     print(f"{'reader':52s} {'rows/s':>10s} {'seconds':>8s} {'vs baseline':>12s} {'vs Spark JDBC':>14s}")
     for label, name in rows:
-        print(
-            f"{label:52s} {rate(name):10,.0f} {results[name]:8.1f} {rate(name) / rate('inprocess'):11.1f}x "
-            f"{rate(name) / rate('jdbc'):13.0%}"
-        )
-    print(f"streamer peak RSS (with its decoder process): {rss[0]:.0f} MB")
+        if name in results:
+            print(
+                f"{label:52s} {rate(name):10,.0f} {results[name]:8.1f} {ratio(name, 'inprocess', '11.1f')}x "
+                f"{ratio(name, 'jdbc', '13.0%')}"
+            )
+    print(f"Spark chunk job vs Spark read.jdbc without its JVM start: {ratio('spark', 'jdbc-read', '.0%')}")
+    print(
+        f"streamer RSS (with its decoder process), largest sampled: {small:,}-row snapshot {rss['small'][0]:.0f} MB, "
+        f"{args.rows:,}-row snapshot {rss['full'][0]:.0f} MB, Spark-read snapshot {rss['spark'][0]:.0f} MB"
+    )
     if released > args.rows:
         print(f"WARNING: the baseline released {released:,} rows for a {args.rows:,}-row table")
     print(

@@ -76,17 +76,19 @@ def write_workload(changes: int) -> int:
     return inserts + updates + deletes
 
 
-def peak_rss_mb(pid: int) -> float:
-    """Peak RSS of a process plus its children (the streamer's binlog decoder process)."""
+def peak_rss_mb(pid: int, now: bool = False) -> float:
+    """Peak RSS of a process plus its children (the streamer's binlog decoder process), or
+    with `now` their resident memory at this moment."""
+    field = "VmRSS:" if now else "VmHWM:"
     total = 0.0
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field):
                 total += int(line.split()[1]) / 1024
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     except OSError:
         return total
-    return total + sum(peak_rss_mb(int(child)) for child in children)
+    return total + sum(peak_rss_mb(int(child), now) for child in children)
 
 
 def run_bare_loop(start: tuple[str, int, str], expected: int) -> dict[str, Any]:

@@ -9,11 +9,17 @@ validates it exactly as the streamer does (tables in the capture list, the filte
 grammar, the surrogate key). The driver asks the database for every table's chunk
 boundaries in one pass and saves the plan next to the staged files, so a second run of
 the same snapshot reads the same windows and skips those the streamer already released
-(read from the connector's committed offsets). Each task, on an executor: writes a
-window's low watermark, reads its rows `(lo, hi]`, stages them as Parquet under
-`--staging`, and writes the high watermark naming the file. The streamer does the rest in
-log order (DESIGN.md §4): dedup against changes inside each window, then release as
-`op=r` events or, in lakehouse mode, as release records for the Delta merge.
+(read from the connector's committed offsets).
+
+Windows are read in batches: the driver writes the batch's low watermarks, Spark's JDBC
+reader reads the batch with one partition per window (rows decoded in the JVM) and writes
+each window's rows as Parquet in a folder of its own under `--staging`, and the driver
+writes the high watermarks naming those folders. Tables with a column Spark cannot give
+back exactly (spatial types, DECIMAL wider than 38 digits) are read by Python on the
+executors instead, one window at a time per task (`--read-with` forces either reader).
+The streamer does the rest in log order (DESIGN.md §4): dedup against changes inside each
+window, then release as `op=r` events or, in lakehouse mode, as release records for the
+Delta merge.
 
 Executors need the project's Python packages (local mode: the same virtualenv) and the
 password in the environment variable the connector names.
@@ -23,13 +29,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
 import sys
 import uuid
-from itertools import pairwise
+from itertools import groupby, pairwise
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
-from cdc_core.connectors.mysql import server
+from cdc_core.connectors.mysql import jdbc, server
 from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource, table_name
 from cdc_core.connectors.mysql.ddl import parse_create_table
 from cdc_core.errors import TidemarkError
@@ -47,7 +55,9 @@ from cdc_core.signals.conditions import parse_condition
 from cdc_core.snapshot.chunks import ChunkPlan, snapshot_key
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import decode_key, encode_key
-from cdc_core.snapshot.staging import write_parquet
+from cdc_core.snapshot.staging import filesystem_for, write_parquet
+
+log = logging.getLogger(__name__)
 
 
 def read_signal(source: MySqlChunkSource, signal_table: str, signal_id: str) -> ExecuteSnapshot:
@@ -129,10 +139,36 @@ def done_windows(config: ConnectorConfig, signal_id: str) -> dict[str, set[int]]
     return {t.table: set(t.done_windows) for t in snapshot.tables}
 
 
+def open_window(source: MySqlChunkSource, signal_id: str, w: dict[str, Any]) -> str:
+    """Write window `w`'s low watermark; returns the window id its high watermark names."""
+    window_id = uuid.uuid4().hex[:20]
+    source.write_watermark(
+        WINDOW_OPEN,
+        f"{window_id}-open",
+        {
+            "snapshot": signal_id,
+            "window": window_id,
+            **{k: w[k] for k in ("table", "key", "lo", "hi", "exact", "index", "of")},
+        },
+    )
+    return window_id
+
+
+def close_window(
+    source: MySqlChunkSource, signal_id: str, window_id: str, columns: list[str], rows: int, staged: str
+) -> None:
+    source.write_watermark(
+        WINDOW_CLOSE,
+        f"{window_id}-close",
+        {"snapshot": signal_id, "window": window_id, "columns": columns, "rows": rows, "staged": staged},
+    )
+
+
 def run_windows(
     windows: list[dict[str, Any]], params: dict[str, Any], signal_table: str, signal_id: str, staging: str
 ) -> list[dict[str, Any]]:
-    """On an executor: LW, read, stage, HW for each window of this partition."""
+    """On an executor, for tables Spark's JDBC reader cannot read exactly: LW, read with
+    Python, stage, HW for each window of this partition."""
     source = MySqlChunkSource(params, signal_table)
     results = []
     try:
@@ -143,34 +179,76 @@ def run_windows(
             schemas[w["table"]] = schema
             condition = parse_condition(w["condition"], schema.column_names) if w["condition"] else None
             plan = ChunkPlan(schema, tuple(w["key"]), condition)
-            window_id = uuid.uuid4().hex[:20]
-            source.write_watermark(
-                WINDOW_OPEN,
-                f"{window_id}-open",
-                {
-                    "snapshot": signal_id,
-                    "window": window_id,
-                    **{k: w[k] for k in ("table", "key", "lo", "hi", "exact", "index", "of")},
-                },
-            )
+            window_id = open_window(source, signal_id, w)
             rows = source.read_chunk(plan, decode_key(w["lo"]), decode_key(w["hi"]))
-            uri = f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}/{w['index']:06d}-{window_id}.parquet"
+            uri = f"{table_staging(staging, signal_id, table)}/{w['index']:06d}-{window_id}.parquet"
             write_parquet(uri, list(schema.column_names), rows)
-            source.write_watermark(
-                WINDOW_CLOSE,
-                f"{window_id}-close",
-                {
-                    "snapshot": signal_id,
-                    "window": window_id,
-                    "columns": list(schema.column_names),
-                    "rows": len(rows),
-                    "staged": uri,
-                },
-            )
+            close_window(source, signal_id, window_id, list(schema.column_names), len(rows), uri)
             results.append({"table": w["table"], "index": w["index"], "rows": len(rows), "staged": uri})
     finally:
         source.close()
     return results
+
+
+def table_staging(staging: str, signal_id: str, table: TableId) -> str:
+    return f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}"
+
+
+def run_jdbc_batch(
+    spark: Any,
+    source: MySqlChunkSource,
+    params: dict[str, Any],
+    schema: TableSchema,
+    batch: list[dict[str, Any]],
+    signal_id: str,
+    staging: str,
+) -> list[dict[str, Any]]:
+    """A batch of one table's windows through Spark's JDBC reader: every LW first, then one
+    read with a partition per window (rows decoded in the JVM, written as Parquet in a
+    folder per window), then every HW naming its window's folder. The windows stay open
+    for the whole batch, which the protocol allows: each records only its own key range."""
+    from pyspark.sql.functions import spark_partition_id
+
+    columns = list(schema.column_names)
+    text = batch[0]["condition"]
+    plan = ChunkPlan(schema, tuple(batch[0]["key"]), parse_condition(text, columns) if text else None)
+    window_ids = [open_window(source, signal_id, w) for w in batch]
+    reader = spark.read
+    for name, value in jdbc.jdbc_options(params).items():
+        reader = reader.option(name, value)
+    as_text = jdbc.custom_schema(schema)
+    if as_text:
+        reader = reader.option("customSchema", as_text)
+    predicates = [jdbc.predicate(plan, decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
+    frame = reader.jdbc(jdbc.jdbc_url(params), table_name(schema.id), predicates=predicates)
+    marker = next(n for n in (f"tidemark_window{s}" for s in ("", *range(1, 100))) if n not in columns)
+    base = f"{table_staging(staging, signal_id, schema.id)}/batch-{uuid.uuid4().hex[:12]}"
+    frame.select(*columns).withColumn(marker, spark_partition_id()).write.partitionBy(marker).parquet(base)
+    counts = staged_rows(base, marker)
+    results = []
+    for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
+        uri, rows = f"{base}/{marker}={index}", counts.get(index, 0)
+        if not rows:
+            write_parquet(f"{uri}/part-empty.parquet", columns, [])  # Spark writes no file for it
+        close_window(source, signal_id, window_id, columns, rows, uri)
+        results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
+    return results
+
+
+def staged_rows(base: str, marker: str) -> dict[int, int]:
+    """Rows per window folder under `base`, from the Parquet footers."""
+    import pyarrow.parquet as pq
+    from pyarrow import fs
+
+    filesystem, path = filesystem_for(base)
+    counts: dict[int, int] = {}
+    for info in filesystem.get_file_info(fs.FileSelector(path, recursive=True)):
+        folder, _, name = info.path.rpartition("/")
+        if info.type != fs.FileType.File or not name.endswith(".parquet"):
+            continue
+        index = int(folder.rpartition(f"{marker}=")[2])
+        counts[index] = counts.get(index, 0) + pq.read_metadata(info.path, filesystem=filesystem).num_rows
+    return counts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,7 +256,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="the connector's YAML file")
     parser.add_argument("--signal", required=True, help="id of the execute-snapshot signal")
     parser.add_argument("--staging", required=True, help="where windows are staged: a path, file://, s3a://")
-    parser.add_argument("--parallelism", type=int, default=4)
+    parser.add_argument("--parallelism", type=int, default=4, help="windows read at once")
+    parser.add_argument(
+        "--windows-per-batch",
+        type=int,
+        help="windows open at once per table with the JDBC reader (default: 4 x parallelism)",
+    )
+    parser.add_argument(
+        "--read-with",
+        choices=("auto", "jdbc", "python"),
+        default="auto",
+        help="Spark's JDBC reader, or Python on the executors; auto: JDBC where every column reads exactly",
+    )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
     args = parser.parse_args(argv)
 
@@ -188,27 +277,52 @@ def main(argv: list[str] | None = None) -> int:
     signal_table = config.get("signal.data.collection")
     if not signal_table:
         raise SystemExit("the connector has no signal.data.collection: incremental snapshots need it")
+    staging = args.staging if "://" in args.staging else os.path.abspath(args.staging)
     params = server.connection_params(config)
     driver = MySqlChunkSource(params, signal_table)
     try:
         action = read_signal(driver, signal_table, args.signal)
         chunk_size = action.chunk_size or config.get("incremental.snapshot.chunk.size")
-        plan_path = f"{args.staging.rstrip('/')}/{args.signal}/plan.json"
+        plan_path = f"{staging.rstrip('/')}/{args.signal}/plan.json"
         windows = _load_plan(plan_path)
         if windows is None:
             windows = plan_windows(config, driver, action, chunk_size)
             _save_plan(plan_path, windows)
+        done = done_windows(config, args.signal)
+        todo = [w for w in windows if w["index"] not in done.get(w["table"], set())]
+        spark = build_session("tidemark-incremental-snapshot", master=args.master)
+        for name, value in jdbc.SPARK_SQL_CONF.items():
+            spark.conf.set(name, value)
+        per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
+        results: list[dict[str, Any]] = []
+        python_windows: list[dict[str, Any]] = []
+        for table, group in groupby(todo, key=lambda w: w["table"]):
+            table_windows = list(group)
+            schema = table_schema(driver, TableId.parse(table))
+            unreadable = jdbc.unreadable_columns(schema)
+            if args.read_with == "jdbc" and unreadable:
+                raise TidemarkError(
+                    f"Spark's JDBC reader cannot read {table} exactly: {', '.join(unreadable)}"
+                )
+            if args.read_with == "python" or unreadable:
+                if unreadable:
+                    log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
+                python_windows.extend(table_windows)
+                continue
+            for start in range(0, len(table_windows), per_batch):
+                batch = table_windows[start : start + per_batch]
+                results += run_jdbc_batch(spark, driver, params, schema, batch, args.signal, staging)
+        if python_windows:
+            signal_id = args.signal
+            results += (
+                spark.sparkContext.parallelize(
+                    python_windows, max(1, min(args.parallelism, len(python_windows)))
+                )
+                .mapPartitions(lambda part: run_windows(list(part), params, signal_table, signal_id, staging))
+                .collect()
+            )
     finally:
         driver.close()
-    done = done_windows(config, args.signal)
-    todo = [w for w in windows if w["index"] not in done.get(w["table"], set())]
-    spark = build_session("tidemark-incremental-snapshot", master=args.master)
-    staging, signal_id = args.staging, args.signal
-    results = (
-        spark.sparkContext.parallelize(todo, max(1, min(args.parallelism, len(todo) or 1)))
-        .mapPartitions(lambda part: run_windows(list(part), params, signal_table, signal_id, staging))
-        .collect()
-    )
     summary = {
         "signal": args.signal,
         "windows_planned": len(windows),
@@ -221,8 +335,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _load_plan(uri: str) -> list[dict[str, Any]] | None:
-    from cdc_core.snapshot.staging import filesystem_for
-
     filesystem, path = filesystem_for(uri)
     try:
         with filesystem.open_input_stream(path) as f:
@@ -232,8 +344,6 @@ def _load_plan(uri: str) -> list[dict[str, Any]] | None:
 
 
 def _save_plan(uri: str, windows: list[dict[str, Any]]) -> None:
-    from cdc_core.snapshot.staging import filesystem_for
-
     filesystem, path = filesystem_for(uri)
     filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
     with filesystem.open_output_stream(path) as f:

@@ -34,7 +34,10 @@ def local_defaults() -> dict[str, str]:
         "spark.driver.memory": os.environ.get("TIDEMARK_SPARK_DRIVER_MEMORY", "2g"),
         "spark.local.dir": str(scratch / "tmp"),
         "spark.sql.warehouse.dir": str(scratch / "warehouse"),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch / 'derby'}",
+        # UTC JVMs: JDBC date-time values cross java.sql.Timestamp without a zone shift
+        # (a wall-clock time in a daylight-saving gap of the machine's zone would move).
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch / 'derby'} -Duser.timezone=UTC",
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.sql.session.timeZone": "UTC",
     }
 

@@ -527,12 +527,13 @@ def test_read_only_snapshot_uses_gtid_positions_and_writes_nothing(
     assert all(e["transaction"]["id"].startswith("snapshot-window-") for e in reads)
 
 
-@pytest.mark.parametrize("reader", ["inprocess", "spark"])
+@pytest.mark.parametrize("reader", ["inprocess", "spark-jdbc", "spark-python"])
 def test_snapshot_reads_equal_streamed_rows_for_every_type(
     tmp_path, mariadb_admin_params, scratch_db, reader, request
 ):
-    """The chunk reader's values (pymysql, or Parquet staging for the Spark reader) go
-    through the same type mapping as binlog rows and must give identical events."""
+    """The chunk reader's values (pymysql; for the Spark job, Spark's JDBC reader or pymysql
+    on the executors, staged as Parquet) go through the same type mapping as binlog rows
+    and must give identical events."""
     from tests.support.types_table import TYPES_DDL, TYPES_ROW
 
     db = admin(mariadb_admin_params, scratch_db)
@@ -546,14 +547,14 @@ def test_snapshot_reads_equal_streamed_rows_for_every_type(
         with db.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
             cur.execute(TYPES_ROW)
-        data = {"data-collections": [f"{scratch_db}.t"], "tidemark.reader": reader}
+        data = {"data-collections": [f"{scratch_db}.t"], "tidemark.reader": reader.split("-")[0]}
         send_signal(db, ids[f"types-{reader}"], "execute-snapshot", data)
-        if reader == "spark":
+        if reader.startswith("spark"):
             from spark_jobs.incremental_snapshot import main as chunk_job
 
             request.getfixturevalue("spark")
-            staging = ["--staging", str(tmp_path / "staging")]
-            assert chunk_job(["--config", str(c.path), "--signal", ids[f"types-{reader}"], *staging]) == 0
+            options = ["--staging", str(tmp_path / "staging"), "--read-with", reader.split("-")[1]]
+            assert chunk_job(["--config", str(c.path), "--signal", ids[f"types-{reader}"], *options]) == 0
         wait_finished(c, ids[f"types-{reader}"], 60, "snapshot of the type table")
         assert stop_process(proc) == 0
     finally:

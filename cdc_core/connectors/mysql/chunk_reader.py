@@ -10,6 +10,7 @@ rows (what DBLog's watermark ordering assumes).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -34,6 +35,35 @@ def table_name(table: TableId) -> str:
     return f"{quote(table.database)}.{quote(table.table)}"
 
 
+# A placeholder no identifier can hold: MySQL names never contain U+0000.
+_SLOT = "\x00"
+
+
+def where_clause(
+    plan: ChunkPlan,
+    lo: Key | None,
+    hi: Key | None,
+    value: Callable[[Any], str],
+    text: Callable[[str], str] = lambda s: s,
+) -> str:
+    """The condition of window `(lo, hi]` with the plan's filter ("" when there is none).
+    `value` gives the SQL for each value (a bound-parameter mark, or a literal) and `text`
+    escapes the rest (pymysql needs `%` doubled)."""
+    key = text(", ".join(quote(k) for k in plan.key))
+    wrap = (lambda s: f"({s})") if len(plan.key) > 1 else (lambda s: s)
+    clauses: list[str] = []
+    if lo is not None:
+        clauses.append(f"{wrap(key)} > {wrap(', '.join(value(v) for v in lo))}")
+    if hi is not None:
+        clauses.append(f"{wrap(key)} <= {wrap(', '.join(value(v) for v in hi))}")
+    if plan.condition is not None:
+        sql, values = render(plan.condition, quote, placeholder=_SLOT)
+        first, *rest = sql.split(_SLOT)
+        pieces = [text(first)] + [value(v) + text(p) for v, p in zip(values, rest, strict=True)]
+        clauses.append("(" + "".join(pieces) + ")")
+    return " AND ".join(clauses)
+
+
 class MySqlChunkSource:
     def __init__(self, params: dict[str, Any], signal_table: str | None) -> None:
         try:
@@ -51,22 +81,14 @@ class MySqlChunkSource:
         self.conn.close()
 
     def _where(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> tuple[str, list[Any]]:
-        key = ", ".join(quote(k) for k in plan.key)
-        wrap = (lambda s: f"({s})") if len(plan.key) > 1 else (lambda s: s)
-        marks = wrap(", ".join(["%s"] * len(plan.key)))
-        clauses: list[str] = []
         params: list[Any] = []
-        if lo is not None:
-            clauses.append(f"{wrap(key)} > {marks}")
-            params.extend(lo)
-        if hi is not None:
-            clauses.append(f"{wrap(key)} <= {marks}")
-            params.extend(hi)
-        if plan.condition is not None:
-            sql, values = render(plan.condition, quote)
-            clauses.append(f"({sql})")
-            params.extend(values)
-        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+        def bind(value: Any) -> str:
+            params.append(value)
+            return "%s"
+
+        where = where_clause(plan, lo, hi, bind, text=lambda s: s.replace("%", "%%"))
+        return (" WHERE " + where if where else ""), params
 
     def _order(self, plan: ChunkPlan) -> str:
         return " ORDER BY " + ", ".join(quote(k) for k in plan.key)

@@ -129,7 +129,8 @@ def _integer(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Conve
     return field(type_, column.name, opt), IDENTITY
 
 
-def _wrap_signed64(v: int) -> int:
+def _wrap_signed64(v: Any) -> int:
+    v = int(v)  # Spark's JDBC reader gives BIGINT UNSIGNED as DECIMAL(20,0)
     return v - (1 << 64) if v >= (1 << 63) else v
 
 
@@ -193,7 +194,7 @@ def _bits_to_int(v: Any) -> int:
         return int(v, 2) if v else 0
     if isinstance(v, (bytes, bytearray)):
         return int.from_bytes(v, "big")
-    return int(v)
+    return int(v) % (1 << 64)  # Spark's JDBC reader gives BIT(64) as a signed long
 
 
 def _year(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
@@ -210,8 +211,20 @@ def _date(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converte
     return field("int32", column.name, opt, logical=logical, version=1), lambda v: (v - EPOCH_DATE).days
 
 
-def _micros_of_day(v: dt.timedelta) -> int:
+def _micros_of_day(v: dt.timedelta | str) -> int:
+    if isinstance(v, str):
+        return _parse_time(v)
     return (v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds
+
+
+def _parse_time(text: str) -> int:
+    """MySQL's text form of TIME (`-838:59:59.000000` to `838:59:59.000000`), as Spark's
+    JDBC reader stages it, in microseconds."""
+    negative = text.startswith("-")
+    clock, _, fraction = text.lstrip("-").partition(".")
+    hours, minutes, seconds = (int(p) for p in clock.split(":"))
+    micros = ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + int((fraction or "0").ljust(6, "0")[:6])
+    return -micros if negative else micros
 
 
 def _time(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:

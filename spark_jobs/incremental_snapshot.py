@@ -6,8 +6,8 @@
 The snapshot is the one the execute-snapshot signal SIGNAL_ID asked for, with
 `"tidemark.reader": "spark"`: the job reads that signal back from the signal table and
 validates it exactly as the streamer does (tables in the capture list, the filter
-grammar, the surrogate key). The driver asks the database for every table's chunk
-boundaries in one pass and saves the plan next to the staged files, so a second run of
+grammar, the surrogate key). While the JVM starts, the driver asks the database for every
+table's chunk boundaries and saves the plan next to the staged files, so a second run of
 the same snapshot reads the same windows and skips those the streamer already released
 (read from the connector's committed offsets).
 
@@ -32,7 +32,9 @@ import json
 import logging
 import os
 import sys
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby, pairwise
 from typing import Any
 
@@ -282,15 +284,19 @@ def main(argv: list[str] | None = None) -> int:
     driver = MySqlChunkSource(params, signal_table)
     try:
         action = read_signal(driver, signal_table, args.signal)
+        # The JVM starts while the database plans the windows.
+        starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
         chunk_size = action.chunk_size or config.get("incremental.snapshot.chunk.size")
         plan_path = f"{staging.rstrip('/')}/{args.signal}/plan.json"
         windows = _load_plan(plan_path)
         if windows is None:
+            started = time.monotonic()
             windows = plan_windows(config, driver, action, chunk_size)
             _save_plan(plan_path, windows)
+            log.info("planned %d windows in %.1fs", len(windows), time.monotonic() - started)
         done = done_windows(config, args.signal)
         todo = [w for w in windows if w["index"] not in done.get(w["table"], set())]
-        spark = build_session("tidemark-incremental-snapshot", master=args.master)
+        spark = starting.result()
         for name, value in jdbc.SPARK_SQL_CONF.items():
             spark.conf.set(name, value)
         per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
@@ -311,7 +317,17 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             for start in range(0, len(table_windows), per_batch):
                 batch = table_windows[start : start + per_batch]
-                results += run_jdbc_batch(spark, driver, params, schema, batch, args.signal, staging)
+                began = time.monotonic()
+                done_now = run_jdbc_batch(spark, driver, params, schema, batch, args.signal, staging)
+                results += done_now
+                log.info(
+                    "%s: windows %d-%d, %d rows staged in %.1fs",
+                    table,
+                    batch[0]["index"],
+                    batch[-1]["index"],
+                    sum(r["rows"] for r in done_now),
+                    time.monotonic() - began,
+                )
         if python_windows:
             signal_id = args.signal
             results += (
@@ -351,4 +367,5 @@ def _save_plan(uri: str, windows: list[dict[str, Any]]) -> None:
 
 
 if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sys.exit(main())

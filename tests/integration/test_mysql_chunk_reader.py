@@ -56,6 +56,11 @@ def test_chunks_partition_the_table_in_the_servers_order(mariadb_params, table):
         assert seen == server_order  # 'A' < 'a2' < 'b' < 'B2' < 'c' under general_ci
         assert sizes == [6, 6, 6, 6, 6, 5]
         assert source.boundaries(plan, 6) == [server_order[i] for i in range(5, 35, 6)]
+        by_note = ChunkPlan(schema, ("note",))  # not the primary key: the ROW_NUMBER() pass
+        with source.conn.cursor() as cur:
+            cur.execute(f"SELECT note FROM {schema.id.database}.t ORDER BY note")
+            notes = [tuple(r) for r in cur.fetchall()]
+        assert source.boundaries(by_note, 6) == [notes[i] for i in range(5, 35, 6)]
     finally:
         source.close()
 

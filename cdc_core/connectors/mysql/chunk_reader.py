@@ -105,7 +105,16 @@ class MySqlChunkSource:
         return None if row is None else tuple(row)
 
     def boundaries(self, plan: ChunkPlan, size: int) -> list[Key]:
-        """One pass with ROW_NUMBER() (MySQL 8, MariaDB 10.2+), keys streamed from the server."""
+        """Every `size`-th key. Keyed by the primary key, a chain of `next_boundary`
+        queries: each walks `size` entries of the clustered index from the last boundary
+        (5M rows: about a second). Any other key has no index to walk, and each of those
+        queries would sort the table again, so one pass with ROW_NUMBER() instead (MySQL 8,
+        MariaDB 10.2+; 5M rows: about 14 seconds), keys streamed from the server."""
+        if plan.key == tuple(plan.table.primary_key):
+            found: list[Key] = []
+            while (bound := self.next_boundary(plan, found[-1] if found else None, size)) is not None:
+                found.append(bound)
+            return found
         where, params = self._where(plan, None, None)
         keys = ", ".join(quote(k) for k in plan.key)
         aliases = ", ".join(f"k{i}" for i in range(len(plan.key)))

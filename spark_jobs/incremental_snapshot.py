@@ -300,17 +300,23 @@ def main(argv: list[str] | None = None) -> int:
         for name, value in jdbc.SPARK_SQL_CONF.items():
             spark.conf.set(name, value)
         per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
+        read_with = args.read_with
+        if not spark_can_write(spark, staging):
+            if read_with == "jdbc":
+                raise TidemarkError(f"Spark cannot write to {staging}: {S3A_HINT}")
+            log.warning("Spark cannot write to %s (%s); windows are read by Python", staging, S3A_HINT)
+            read_with = "python"
         results: list[dict[str, Any]] = []
         python_windows: list[dict[str, Any]] = []
         for table, group in groupby(todo, key=lambda w: w["table"]):
             table_windows = list(group)
             schema = table_schema(driver, TableId.parse(table))
             unreadable = jdbc.unreadable_columns(schema)
-            if args.read_with == "jdbc" and unreadable:
+            if read_with == "jdbc" and unreadable:
                 raise TidemarkError(
                     f"Spark's JDBC reader cannot read {table} exactly: {', '.join(unreadable)}"
                 )
-            if args.read_with == "python" or unreadable:
+            if read_with == "python" or unreadable:
                 if unreadable:
                     log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
                 python_windows.extend(table_windows)
@@ -348,6 +354,21 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(summary))
     return 0
+
+
+S3A_HINT = "s3a:// needs hadoop-aws on Spark's classpath (spark-submit --packages org.apache.hadoop:hadoop-aws:VERSION)"
+
+
+def spark_can_write(spark: Any, staging: str) -> bool:
+    """Whether Spark has a filesystem for the staging location (pyarrow, which the Python
+    reader writes with, reaches S3 on its own)."""
+    if not staging.startswith("s3a://"):
+        return True
+    try:
+        spark._jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem")
+    except Exception:  # py4j's error for a missing class
+        return False
+    return True
 
 
 def _load_plan(uri: str) -> list[dict[str, Any]] | None:

@@ -565,13 +565,16 @@ class SnapshotStage:
                 )
                 return []
             positions = self._positions(schema, window.key_columns)
+            # A read-only release (`extra`: its synthetic BEGIN, HW position, columns) is not in
+            # the log; what a restart needs to release it again identically is kept with it.
+            keep = {**(extra or {}), "source": source}
             if snapshot.release == "lakehouse" and staged_uri:
                 out: list[LogItem] = [
                     self._release_record(source, ts_ms, snapshot, window, schema, staged_uri, staged_rows)
                 ]
                 released, dropped = staged_rows, 0
                 if decided is None:
-                    self.staging.write_release(window_id, {"window": window})
+                    self.staging.write_release(window_id, {**keep, "window": window})
             else:
                 if decided is not None:
                     rows, dropped = decided["rows"], decided["dropped"]
@@ -586,7 +589,7 @@ class SnapshotStage:
                     result = release(window, staged, lambda row: tuple(row[p] for p in positions))
                     rows, dropped = result.rows, result.dropped
                     self.staging.write_release(
-                        window_id, {"window": window, "rows": rows, "dropped": dropped}
+                        window_id, {**keep, "window": window, "rows": rows, "dropped": dropped}
                     )
                 out = [
                     RowChange(schema, OP_READ, None, row, _snapshot_source(source, window.table, i), ts_ms)

@@ -31,10 +31,11 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import groupby, pairwise
 from typing import Any
 
@@ -196,61 +197,117 @@ def table_staging(staging: str, signal_id: str, table: TableId) -> str:
     return f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}"
 
 
-def run_jdbc_batch(
-    spark: Any,
-    source: MySqlChunkSource,
-    params: dict[str, Any],
-    schema: TableSchema,
-    batch: list[dict[str, Any]],
-    signal_id: str,
-    staging: str,
-) -> list[dict[str, Any]]:
-    """A batch of one table's windows through Spark's JDBC reader: every LW first, then one
-    read with a partition per window (rows decoded in the JVM, written as Parquet in a
-    folder per window), then every HW naming its window's folder. The windows stay open
-    for the whole batch, which the protocol allows: each records only its own key range."""
-    from pyspark.sql.functions import spark_partition_id
+class JdbcBatches:
+    """One table's windows through Spark's JDBC reader, a batch at a time, two batches in
+    flight: while Spark reads batch k, the driver closes batch k-1 and opens batch k+1, so
+    the executors never wait for the driver's watermark writes nor idle at a batch's tail.
 
-    columns = list(schema.column_names)
-    text = batch[0]["condition"]
-    plan = ChunkPlan(schema, tuple(batch[0]["key"]), parse_condition(text, columns) if text else None)
-    window_ids = [open_window(source, signal_id, w) for w in batch]
-    reader = spark.read
-    for name, value in jdbc.jdbc_options(params).items():
-        reader = reader.option(name, value)
-    as_text = jdbc.custom_schema(schema)
-    if as_text:
-        reader = reader.option("customSchema", as_text)
-    predicates = [jdbc.predicate(plan, decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
-    frame = reader.jdbc(jdbc.jdbc_url(params), table_name(schema.id), predicates=predicates)
-    marker = next(n for n in (f"tidemark_window{s}" for s in ("", *range(1, 100))) if n not in columns)
-    base = f"{table_staging(staging, signal_id, schema.id)}/batch-{uuid.uuid4().hex[:12]}"
-    frame.select(*columns).withColumn(marker, spark_partition_id()).write.partitionBy(marker).parquet(base)
-    counts = staged_rows(base, marker)
-    results = []
-    for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
-        uri, rows = f"{base}/{marker}={index}", counts.get(index, 0)
-        if not rows:
-            write_parquet(f"{uri}/part-empty.parquet", columns, [])  # Spark writes no file for it
-        close_window(source, signal_id, window_id, columns, rows, uri)
-        results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
-    return results
+    A batch is every LW, then one read with a partition per window (rows decoded in the
+    JVM, written as one Parquet file per partition, which Spark names by partition number:
+    no partitioned write, whose sort would cost a fifth of the read), then every HW naming
+    its window's file. Windows stay open for their batch's read, which the protocol allows: each
+    records only its own key range. Watermarks are written from this thread only, in batch
+    order; Spark jobs are submitted from a worker thread."""
+
+    def __init__(
+        self,
+        spark: Any,
+        source: MySqlChunkSource,
+        params: dict[str, Any],
+        schema: TableSchema,
+        signal_id: str,
+        staging: str,
+    ) -> None:
+        self.spark, self.source, self.schema, self.signal_id = spark, source, schema, signal_id
+        self.columns = list(schema.column_names)
+        self.url, self.options = jdbc.jdbc_url(params), jdbc.jdbc_options(params)
+        self.staging = table_staging(staging, signal_id, schema.id)
+
+    def run(self, windows: list[dict[str, Any]], per_batch: int) -> list[dict[str, Any]]:
+        batches = [windows[i : i + per_batch] for i in range(0, len(windows), per_batch)]
+        results: list[dict[str, Any]] = []
+        in_flight: list[tuple[list[dict[str, Any]], list[str], str, float, Future[None]]] = []
+        with ThreadPoolExecutor(2, thread_name_prefix="spark-read") as pool:
+            try:
+                for batch in batches:
+                    if len(in_flight) == 2:
+                        results += self._close(*in_flight.pop(0))
+                    began = time.monotonic()
+                    window_ids = [open_window(self.source, self.signal_id, w) for w in batch]
+                    base = f"{self.staging}/batch-{uuid.uuid4().hex[:12]}"
+                    in_flight.append((batch, window_ids, base, began, pool.submit(self._read, batch, base)))
+                while in_flight:
+                    results += self._close(*in_flight.pop(0))
+            except BaseException:
+                for *_, future in in_flight:  # no HW for a window whose read failed or was not awaited
+                    future.cancel()
+                raise
+        return results
+
+    def _read(self, batch: list[dict[str, Any]], base: str) -> None:
+        text = batch[0]["condition"]
+        condition = parse_condition(text, self.columns) if text else None
+        plan = ChunkPlan(self.schema, tuple(batch[0]["key"]), condition)
+        reader = self.spark.read
+        for name, value in self.options.items():
+            reader = reader.option(name, value)
+        as_text = jdbc.custom_schema(self.schema)
+        if as_text:
+            reader = reader.option("customSchema", as_text)
+        predicates = [jdbc.predicate(plan, decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
+        frame = reader.jdbc(self.url, table_name(self.schema.id), predicates=predicates)
+        frame.select(*self.columns).write.option("maxRecordsPerFile", 0).parquet(base)
+
+    def _close(
+        self,
+        batch: list[dict[str, Any]],
+        window_ids: list[str],
+        base: str,
+        began: float,
+        reading: Future[None],
+    ) -> list[dict[str, Any]]:
+        reading.result()
+        staged = staged_files(base)
+        results = []
+        for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
+            uri, rows = staged.get(index, (f"{base}/part-{index:05d}-empty.parquet", 0))
+            if index not in staged:  # Spark writes no file for an empty partition
+                write_parquet(uri, self.columns, [])
+            close_window(self.source, self.signal_id, window_id, self.columns, rows, uri)
+            results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
+        log.info(
+            "%s: windows %d-%d, %d rows staged in %.1fs",
+            self.schema.id,
+            batch[0]["index"],
+            batch[-1]["index"],
+            sum(r["rows"] for r in results),
+            time.monotonic() - began,
+        )
+        return results
 
 
-def staged_rows(base: str, marker: str) -> dict[int, int]:
-    """Rows per window folder under `base`, from the Parquet footers."""
+def staged_files(base: str) -> dict[int, tuple[str, int]]:
+    """Each partition's Parquet file under `base` and its row count (from the footer).
+    Spark names a task's output `part-NNNNN-...` by its partition number; a file named
+    otherwise, or a second file for one partition, is an error rather than a guess."""
     import pyarrow.parquet as pq
     from pyarrow import fs
 
     filesystem, path = filesystem_for(base)
-    counts: dict[int, int] = {}
-    for info in filesystem.get_file_info(fs.FileSelector(path, recursive=True)):
-        folder, _, name = info.path.rpartition("/")
-        if info.type != fs.FileType.File or not name.endswith(".parquet"):
+    staged: dict[int, tuple[str, int]] = {}
+    for info in filesystem.get_file_info(fs.FileSelector(path)):
+        name = info.base_name
+        if info.type != fs.FileType.File or name.startswith(("_", ".")):
             continue
-        index = int(folder.rpartition(f"{marker}=")[2])
-        counts[index] = counts.get(index, 0) + pq.read_metadata(info.path, filesystem=filesystem).num_rows
-    return counts
+        match = _PART_FILE.fullmatch(name)
+        if match is None or int(match[1]) in staged:
+            raise TidemarkError(f"unexpected file {name} among the staged windows in {base}")
+        rows = pq.read_metadata(info.path, filesystem=filesystem).num_rows
+        staged[int(match[1])] = (f"{base}/{name}", rows)
+    return staged
+
+
+_PART_FILE = re.compile(r"part-(\d{5,})-[^/]*\.parquet")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,19 +378,8 @@ def main(argv: list[str] | None = None) -> int:
                     log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
                 python_windows.extend(table_windows)
                 continue
-            for start in range(0, len(table_windows), per_batch):
-                batch = table_windows[start : start + per_batch]
-                began = time.monotonic()
-                done_now = run_jdbc_batch(spark, driver, params, schema, batch, args.signal, staging)
-                results += done_now
-                log.info(
-                    "%s: windows %d-%d, %d rows staged in %.1fs",
-                    table,
-                    batch[0]["index"],
-                    batch[-1]["index"],
-                    sum(r["rows"] for r in done_now),
-                    time.monotonic() - began,
-                )
+            jobs = JdbcBatches(spark, driver, params, schema, args.signal, staging)
+            results += jobs.run(table_windows, per_batch)
         if python_windows:
             signal_id = args.signal
             results += (

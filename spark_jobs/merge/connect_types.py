@@ -1,0 +1,118 @@
+"""Kafka Connect field schemas (as events carry them) to Spark columns.
+
+Events hold values in their Debezium wire form: days since the epoch, epoch milli- or
+microseconds, base64 bytes, decimals as base64 two's complement with the scale in the
+schema. Delta tables should hold what the source held: DATE, TIMESTAMP_NTZ for a
+wall-clock DATETIME, TIMESTAMP for an instant, DECIMAL(p, s), BINARY. Each field is first
+read from JSON as its Connect primitive, then turned into its Delta type here.
+"""
+
+from __future__ import annotations
+
+import base64
+import decimal
+from typing import Any
+
+import pandas as pd  # pandas UDFs resolve their type hints in this module
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from cdc_core.errors import TidemarkError
+
+_PRIMITIVE: dict[str, T.DataType] = {
+    "int8": T.ByteType(),
+    "int16": T.ShortType(),
+    "int32": T.IntegerType(),
+    "int64": T.LongType(),
+    "float32": T.FloatType(),
+    "float64": T.DoubleType(),
+    "boolean": T.BooleanType(),
+    "string": T.StringType(),
+    "bytes": T.StringType(),  # base64 text in JSON
+    "struct": T.StringType(),  # kept as its JSON text (e.g. a geometry)
+    "array": T.StringType(),
+    "map": T.StringType(),
+}
+_MILLIS = {"io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"}
+_MICROS = {"io.debezium.time.MicroTimestamp"}
+_NANOS = {"io.debezium.time.NanoTimestamp"}
+_DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+# Spark's decimals hold at most 38 digits; wider ones stay text (exact, not a double).
+_MAX_PRECISION = 38
+
+
+def json_type(field: dict[str, Any]) -> T.DataType:
+    """How the field is read from the event's JSON."""
+    try:
+        return _PRIMITIVE[field["type"]]
+    except KeyError:
+        raise TidemarkError(
+            f"column {field.get('field')!r} has an unknown Connect type {field.get('type')!r}"
+        ) from None
+
+
+def decimal_shape(field: dict[str, Any]) -> tuple[int, int]:
+    params = field.get("parameters") or {}
+    scale = int(params.get("scale", 0))
+    precision = int(params.get("connect.decimal.precision", _MAX_PRECISION))
+    return max(precision, scale, 1), scale
+
+
+def delta_type(field: dict[str, Any]) -> T.DataType:
+    """The column's type in Delta."""
+    name, kind = field.get("name"), field["type"]
+    if name in _DATES:
+        return T.DateType()
+    if name in _MILLIS | _MICROS | _NANOS:
+        return T.TimestampNTZType()
+    if name == "io.debezium.time.ZonedTimestamp":
+        return T.TimestampType()
+    if name == _DECIMAL:
+        precision, scale = decimal_shape(field)
+        return T.DecimalType(precision, scale) if precision <= _MAX_PRECISION else T.StringType()
+    if kind == "bytes":
+        return T.BinaryType()
+    return json_type(field)
+
+
+def convert(column: Column, field: dict[str, Any]) -> Column:
+    """`column` (read as `json_type`) as `delta_type`."""
+    name, kind = field.get("name"), field["type"]
+    if name in _DATES:
+        return F.date_add(F.lit("1970-01-01").cast("date"), column)
+    if name in _MILLIS:
+        return F.timestamp_millis(column).cast(T.TimestampNTZType())  # the session runs in UTC
+    if name in _MICROS:
+        return F.timestamp_micros(column).cast(T.TimestampNTZType())
+    if name in _NANOS:
+        return F.timestamp_micros(F.floor(column / 1000)).cast(T.TimestampNTZType())
+    if name == "io.debezium.time.ZonedTimestamp":
+        return F.to_timestamp(column)
+    if name == _DECIMAL:
+        precision, scale = decimal_shape(field)
+        return _decimal_udf(precision, scale)(column)
+    if kind == "bytes":
+        return F.unbase64(column)
+    return column
+
+
+def decode_decimal(text: str | None, scale: int) -> decimal.Decimal | None:
+    """Base64 big-endian two's complement unscaled value -> Decimal."""
+    if text is None:
+        return None
+    unscaled = int.from_bytes(base64.b64decode(text), "big", signed=True)
+    return decimal.Decimal(unscaled).scaleb(-scale)
+
+
+def _decimal_udf(precision: int, scale: int) -> Any:
+    wide = precision > _MAX_PRECISION
+    result_type = T.StringType() if wide else T.DecimalType(precision, scale)
+
+    @F.pandas_udf(result_type)  # type: ignore[call-overload]
+    def decode(values: pd.Series) -> pd.Series:
+        decoded = values.map(lambda v: decode_decimal(v, scale) if isinstance(v, str) else None)
+        return decoded.map(lambda d: format(d, "f") if d is not None else None) if wide else decoded
+
+    return decode

@@ -1,0 +1,103 @@
+"""One table's deduplicated changes MERGEd into its Delta table, guarded by order key.
+
+A stored row is replaced only by a strictly newer event (epoch, then rank, then
+total_order), so a replayed batch changes nothing and a late, older event loses. A delete
+becomes a tombstone (`_cdc_deleted`, the row's last values kept) rather than a removed
+row: an older update arriving after it finds a newer order key and cannot bring the row
+back. Tombstones go when the housekeeping job's retention has passed; `live_rows` hides
+them from readers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.merge.changes import ORDER_KEY
+
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def newer_condition(source: str = "s", target: str = "t") -> str:
+    """SQL: the source row's order key is greater than the target's."""
+    e, r, o = ORDER_KEY
+    s, t = source, target
+    return (
+        f"({s}.{e} > {t}.{e}) OR ({s}.{e} = {t}.{e} AND {s}.{r} > {t}.{r}) "
+        f"OR ({s}.{e} = {t}.{e} AND {s}.{r} = {t}.{r} AND {s}.{o} > {t}.{o})"
+    )
+
+
+def table_exists(spark: SparkSession, path: str) -> bool:
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, path))
+
+
+def merge_changes(
+    spark: SparkSession,
+    path: str,
+    changes: DataFrame,
+    keys: tuple[str, ...],
+    commit_metadata: dict[str, Any] | None = None,
+) -> None:
+    """MERGE `changes` (at most one row per key) into the Delta table at `path`, creating
+    it on first use; columns new to the table are added (schema evolution). The commit
+    carries `commit_metadata` (e.g. the source position reached) as its user metadata."""
+    from delta.tables import DeltaTable
+
+    if not table_exists(spark, path):
+        changes.limit(0).write.format("delta").save(path)
+    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    builder = (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(changes.alias("s"), on)
+        .withSchemaEvolution()
+        .whenMatchedUpdateAll(condition=newer_condition())
+        .whenNotMatchedInsertAll()
+    )
+    with user_metadata(spark, commit_metadata):
+        builder.execute()
+
+
+class user_metadata:
+    """The session's commit user metadata for the commits inside the block."""
+
+    def __init__(self, spark: SparkSession, metadata: dict[str, Any] | None) -> None:
+        self.spark, self.text = spark, json.dumps(metadata, sort_keys=True) if metadata else None
+
+    def __enter__(self) -> None:
+        if self.text is not None:
+            self.spark.conf.set(USER_METADATA, self.text)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.text is not None:
+            self.spark.conf.unset(USER_METADATA)
+
+
+def live_rows(spark: SparkSession, path: str, bookkeeping: bool = False) -> DataFrame:
+    """The table as users should read it: tombstones hidden, bookkeeping columns dropped
+    unless asked for."""
+    frame = spark.read.format("delta").load(path).where(~F.col("_cdc_deleted"))
+    if bookkeeping:
+        return frame
+    return frame.select(*[c for c in frame.columns if not c.startswith("_cdc_")])
+
+
+def collect_tombstones(spark: SparkSession, path: str, retention_hours: float) -> int:
+    """Delete tombstones whose delete is older than the retention (by source time); returns
+    how many went. After this, an event older than the retention for such a key could
+    insert it again: the retention must exceed any delivery delay."""
+    from delta.tables import DeltaTable
+
+    table = DeltaTable.forPath(spark, path)
+    cutoff = F.expr(f"current_timestamp() - make_dt_interval(0, 0, 0, {float(retention_hours) * 3600})")
+    condition = F.col("_cdc_deleted") & (F.col("_cdc_source_ts") < cutoff)
+    doomed = spark.read.format("delta").load(path).where(condition).count()
+    if doomed:
+        table.delete(condition)
+    return doomed

@@ -8,6 +8,7 @@ import sys
 BENCHMARKS = {
     "streamer": "bench.streamer_throughput",
     "snapshot": "bench.snapshot_throughput",
+    "merge": "bench.merge_throughput",
 }
 
 

@@ -29,49 +29,121 @@ from pyspark.sql import functions as F
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.errors import TidemarkError
+from spark_jobs.merge import evolution
 from spark_jobs.merge.changes import newest_per_key, table_changes
-from spark_jobs.merge.delta_apply import merge_changes
+from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
+from spark_jobs.merge.options import MergeOptions
+from spark_jobs.merge.releases import Release, parse_release, release_rows
+from spark_jobs.merge.scd2 import merge_history
+from spark_jobs.merge.transactions import PendingStore, split_complete
 
 log = logging.getLogger("spark_jobs.delta_merge")
 
 
-def table_path(root: str, prefix: str, topic: str) -> str:
-    """`<root>/<db>.<table>` for topic `<prefix>.<db>.<table>`."""
-    return f"{root.rstrip('/')}/{topic[len(prefix) + 1 :]}"
-
-
 def data_topics(prefix: str) -> str:
-    """The regex of the connector's per-table topics (not `.transaction`, `.snapshot_releases`
-    or the schema-change topic named after the prefix itself)."""
-    return rf"{re.escape(prefix)}\.[^.]+\.[^.]+"
+    """The regex of the topics the merge reads: the connector's per-table topics, its
+    snapshot release records and its transaction BEGIN/END records (not the schema-change
+    topic named after the prefix itself)."""
+    return rf"{re.escape(prefix)}\.([^.]+\.[^.]+|snapshot_releases|transaction)"
 
 
 def apply_batch(
-    spark: SparkSession, records: DataFrame, root: str, prefix: str, reached: dict[str, Any]
+    spark: SparkSession,
+    records: DataFrame,
+    root: str,
+    prefix: str,
+    reached: dict[str, Any],
+    positions: dict[str, Any] | None = None,
+    options: MergeOptions | None = None,
 ) -> int:
-    """Merge one batch of records (`topic, key, value` as text); returns the tables touched."""
+    """Merge one batch of records (`topic, key, value` as text): per table, its change
+    events and the staged rows of its released snapshot windows, newest per key, one
+    MERGE. Returns the number of tables touched."""
     records = records.persist()
     try:
-        tables = table_changes(records)
-        for changes in tables:
+        releases_topic = f"{prefix}.snapshot_releases"
+        is_release = F.col("topic") == releases_topic
+        released: dict[str, list[Release]] = {}
+        for row in records.where(is_release & F.col("value").isNotNull()).select("value").collect():
+            release = parse_release(row.value)
+            released.setdefault(release.data_collection, []).append(release)
+        is_data = ~is_release & (F.col("topic") != f"{prefix}.transaction")
+        events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(records.where(is_data))}
+        plans = []
+        for name in sorted(set(events) | set(released)):
+            path = f"{root.rstrip('/')}/{name}"
+            changes = events.get(name)
+            rows = changes.rows if changes else None
+            keys = changes.key_columns if changes else released[name][0].key_columns
+            stored = table_schema(spark, path)
+            like = rows.schema if rows is not None else stored
+            for release in released.get(name, []):
+                window = release_rows(spark, release, like)
+                rows = window if rows is None else rows.unionByName(window, allowMissingColumns=True)
+            assert rows is not None
+            # Every table is checked before any is merged: a refused change applies nothing.
+            widen = stored is not None and evolution.check(name, stored, rows.schema)
+            plans.append((name, path, rows, keys, widen))
+        for name, path, rows, keys, widen in plans:
             started = time.monotonic()
-            merge_changes(
-                spark,
-                table_path(root, prefix, changes.topic),
-                newest_per_key(changes.rows, changes.key_columns),
-                changes.key_columns,
-                {"tidemark": {"topic": changes.topic, "reached": reached.get(changes.topic)}},
-            )
-            log.info("%s merged in %.1fs", changes.topic, time.monotonic() - started)
-        return len(tables)
+            if widen:
+                enable_type_widening(spark, path)
+            topic = f"{prefix}.{name}"
+            metadata: dict[str, Any] = {"topic": topic, "reached": reached.get(topic)}
+            if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
+                metadata["upto"] = positions["upto"]
+                metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
+            table = (options or MergeOptions()).for_table(name)
+            layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
+            if table.scd2:
+                merge_history(spark, path, rows, keys, {"tidemark": metadata}, **layout)
+            else:
+                merge_changes(spark, path, newest_per_key(rows, keys), keys, {"tidemark": metadata}, **layout)
+            log.info("%s merged in %.1fs", name, time.monotonic() - started)
+        return len(set(events) | set(released))
     finally:
         records.unpersist()
+
+
+def apply_aligned(
+    spark: SparkSession,
+    records: DataFrame,
+    root: str,
+    prefix: str,
+    reached: dict[str, Any],
+    pending: PendingStore,
+    batch_id: int,
+    options: MergeOptions | None = None,
+) -> int:
+    """`apply_batch` on the records of complete source transactions (this batch's and those
+    held back before); the rest is held for the next batch."""
+    combined = records.select("topic", "key", "value").unionByName(pending.read(batch_id)).persist()
+    try:
+        split = split_complete(combined, prefix)
+        upto, merged = split.positions()
+        positions = {"upto": upto, "merged": merged}
+        touched = apply_batch(spark, split.now, root, prefix, reached, positions, options)
+        pending.write(batch_id, split.held)
+        return touched
+    finally:
+        combined.unpersist()
+
+
+def table_schema(spark: SparkSession, path: str) -> Any:
+    return spark.read.format("delta").load(path).schema if table_exists(spark, path) else None
 
 
 # ---------------------------------------------------------------------------- Kafka
 
 
-def run_kafka(spark: SparkSession, config: ConnectorConfig, root: str, checkpoint: str, trigger: str) -> None:
+def run_kafka(
+    spark: SparkSession,
+    config: ConnectorConfig,
+    root: str,
+    checkpoint: str,
+    trigger: str,
+    options: MergeOptions | None = None,
+) -> None:
     servers = config.get("sink.kafka.bootstrap.servers")
     if not servers:
         raise TidemarkError("sink.type is kafka but sink.kafka.bootstrap.servers is not set")
@@ -91,11 +163,13 @@ def run_kafka(spark: SparkSession, config: ConnectorConfig, root: str, checkpoin
         )
     )
 
+    pending = PendingStore(spark, f"{checkpoint.rstrip('/')}/held-back")
+
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         reached: dict[str, Any] = {}
         for row in batch.groupBy("topic", "partition").agg(F.max("offset").alias("offset")).collect():
             reached.setdefault(row.topic, {})[str(row.partition)] = row.offset
-        touched = apply_batch(spark, batch.select("topic", "key", "value"), root, prefix, reached)
+        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options)
         log.info("batch %d: %d table(s)", batch_id, touched)
 
     writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
@@ -108,7 +182,13 @@ def run_kafka(spark: SparkSession, config: ConnectorConfig, root: str, checkpoin
 # ---------------------------------------------------------------------------- embedded log
 
 
-def run_local(spark: SparkSession, config: ConnectorConfig, root: str, checkpoint: str) -> int:
+def run_local(
+    spark: SparkSession,
+    config: ConnectorConfig,
+    root: str,
+    checkpoint: str,
+    options: MergeOptions | None = None,
+) -> int:
     """One batch: everything after the offsets under `checkpoint` up to the log's end.
     The offsets are saved only after every table merged, so a crash repeats the batch,
     which the order-key guard makes harmless."""
@@ -124,24 +204,27 @@ def run_local(spark: SparkSession, config: ConnectorConfig, root: str, checkpoin
         else []
     )
     state_file = Path(checkpoint) / "local-offsets.json"
-    done: dict[str, int] = json.loads(state_file.read_text()) if state_file.exists() else {}
+    state = json.loads(state_file.read_text()) if state_file.exists() else {"batch": 0, "offsets": {}}
+    done: dict[str, int] = state["offsets"]
     records = spark_read_local_log(spark, log_root, topics)
     after = F.lit(False)
     for topic in topics:
         after = after | ((F.col("topic") == topic) & (F.col("offset") > F.lit(done.get(topic, -1))))
     batch = records.where(after).persist()
+    batch_id = int(state["batch"]) + 1
     try:
         reached = {
             r.topic: r.offset for r in batch.groupBy("topic").agg(F.max("offset").alias("offset")).collect()
         }
         if not reached:
             return 0
-        touched = apply_batch(spark, batch.select("topic", "key", "value"), root, prefix, reached)
+        pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))
+        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options)
     finally:
         batch.unpersist()
     state_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = state_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({**done, **reached}, sort_keys=True))
+    tmp.write_text(json.dumps({"batch": batch_id, "offsets": {**done, **reached}}, sort_keys=True))
     tmp.replace(state_file)
     return touched
 
@@ -156,19 +239,31 @@ def main(argv: list[str] | None = None) -> int:
         default="available-now",
         help="available-now (process what is there, then stop) or a processing-time interval such as 30s",
     )
+    parser.add_argument("--scd2", metavar="REGEX", help="tables (db.table) kept as SCD type 2 history")
+    parser.add_argument(
+        "--partition-by", action="append", default=[], metavar="DB.TABLE=COLS", help="partition a new table"
+    )
+    parser.add_argument(
+        "--cluster-by",
+        action="append",
+        default=[],
+        metavar="DB.TABLE=COLS",
+        help="cluster a new table (liquid)",
+    )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
     args = parser.parse_args(argv)
 
     from spark_jobs.session import build_session
 
     config = load_config(args.config)
+    options = MergeOptions.from_args(args.scd2, args.partition_by, args.cluster_by)
     spark = build_session("tidemark-delta-merge", args.master)
     if config.get("sink.type") == "kafka":
-        run_kafka(spark, config, args.delta_root, args.checkpoint, args.trigger)
+        run_kafka(spark, config, args.delta_root, args.checkpoint, args.trigger, options)
     else:
         if args.trigger != "available-now":
             raise SystemExit("the embedded event log is merged in available-now runs only")
-        run_local(spark, config, args.delta_root, args.checkpoint)
+        run_local(spark, config, args.delta_root, args.checkpoint, options)
     return 0
 
 

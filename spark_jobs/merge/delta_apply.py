@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_core.errors import TidemarkError
 from spark_jobs.merge.changes import ORDER_KEY
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -43,6 +44,8 @@ def merge_changes(
     changes: DataFrame,
     keys: tuple[str, ...],
     commit_metadata: dict[str, Any] | None = None,
+    partition_by: tuple[str, ...] = (),
+    cluster_by: tuple[str, ...] = (),
 ) -> None:
     """MERGE `changes` (at most one row per key) into the Delta table at `path`, creating
     it on first use; columns new to the table are added (schema evolution). The commit
@@ -50,7 +53,7 @@ def merge_changes(
     from delta.tables import DeltaTable
 
     if not table_exists(spark, path):
-        changes.limit(0).write.format("delta").save(path)
+        create_table(spark, path, changes.limit(0), partition_by, cluster_by)
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
     builder = (
         DeltaTable.forPath(spark, path)
@@ -62,6 +65,40 @@ def merge_changes(
     )
     with user_metadata(spark, commit_metadata):
         builder.execute()
+
+
+def create_table(
+    spark: SparkSession,
+    path: str,
+    empty: DataFrame,
+    partition_by: tuple[str, ...] = (),
+    cluster_by: tuple[str, ...] = (),
+) -> None:
+    """The table with `empty`'s schema, partitioned or clustered (liquid clustering) as
+    configured, with deletion vectors and type widening on. Two merges creating it at once: one wins, the other finds it there."""
+    from delta.tables import DeltaTable
+
+    if partition_by and cluster_by:
+        raise TidemarkError(f"{path}: a Delta table is partitioned or clustered, not both")
+    missing = [c for c in (*partition_by, *cluster_by) if c not in empty.columns]
+    if missing:
+        raise TidemarkError(f"{path}: no column(s) {missing} to partition or cluster by")
+    builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(empty.schema)
+    # Deletion vectors: a MERGE marks replaced rows instead of rewriting whole files, so a
+    # batch costs about its own size, not the table's. Type widening: see `evolution`.
+    builder = builder.property("delta.enableDeletionVectors", "true").property(
+        "delta.enableTypeWidening", "true"
+    )
+    if partition_by:
+        builder = builder.partitionedBy(*partition_by)
+    if cluster_by:
+        builder = builder.clusterBy(*cluster_by)
+    builder.execute()
+
+
+def enable_type_widening(spark: SparkSession, path: str) -> None:
+    """Let the next MERGE widen column types in place (Delta's type widening feature)."""
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
 
 
 class user_metadata:
@@ -80,9 +117,10 @@ class user_metadata:
 
 
 def live_rows(spark: SparkSession, path: str, bookkeeping: bool = False) -> DataFrame:
-    """The table as users should read it: tombstones hidden, bookkeeping columns dropped
-    unless asked for."""
-    frame = spark.read.format("delta").load(path).where(~F.col("_cdc_deleted"))
+    """The table as users should read it: tombstones hidden (of an SCD2 table, the
+    current versions), bookkeeping columns dropped unless asked for."""
+    frame = spark.read.format("delta").load(path)
+    frame = frame.where(F.col("_cdc_current") if "_cdc_current" in frame.columns else ~F.col("_cdc_deleted"))
     if bookkeeping:
         return frame
     return frame.select(*[c for c in frame.columns if not c.startswith("_cdc_")])
@@ -95,6 +133,8 @@ def collect_tombstones(spark: SparkSession, path: str, retention_hours: float) -
     from delta.tables import DeltaTable
 
     table = DeltaTable.forPath(spark, path)
+    if "_cdc_current" in table.toDF().columns:
+        return 0  # an SCD2 table's deletes are history, not tombstones
     cutoff = F.expr(f"current_timestamp() - make_dt_interval(0, 0, 0, {float(retention_hours) * 3600})")
     condition = F.col("_cdc_deleted") & (F.col("_cdc_source_ts") < cutoff)
     doomed = spark.read.format("delta").load(path).where(condition).count()

@@ -14,11 +14,11 @@ from tests.support.events import FIELDS, TOPIC, event, row, tombstone
 pytestmark = pytest.mark.integration
 
 
-def merge(spark, root, records):
+def merge(spark, root, records, options=None):
     from spark_jobs.delta_merge import apply_batch
 
     frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
-    apply_batch(spark, frame, str(root), "tm", {TOPIC: len(records)})
+    apply_batch(spark, frame, str(root), "tm", {TOPIC: len(records)}, options=options)
 
 
 def live(spark, root):
@@ -130,3 +130,175 @@ def test_each_commit_records_the_source_offsets_it_reached(spark, tmp_path):
     )
     last = DeltaTable.forPath(spark, f"{tmp_path}/shop.accounts").history(1).collect()[0]
     assert json.loads(last.userMetadata) == {"tidemark": {"topic": TOPIC, "reached": 2}}
+
+
+def release_record(staged, excluded, order):
+    import json
+
+    epoch, rank, total = order
+    payload = {"snapshot": "s1", "window": "w1", "data_collection": "shop.accounts", "staged": staged, "rows": 3,
+               "key_columns": ["id"], "excluded_keys": [{"id": k} for k in excluded], "source": {},
+               "ts_ms": 1_700_000_000_000, "transaction": {"id": "0-1-9", "total_order": total,
+               "data_collection_order": total, "transaction_epoch": epoch, "transaction_rank": rank}}  # fmt: skip
+    return {
+        "topic": "tm.snapshot_releases",
+        "key": json.dumps({"window": "w1"}),
+        "value": json.dumps(payload),
+    }
+
+
+def test_a_fast_path_release_gives_the_table_its_op_r_events_would(spark, tmp_path):
+    import datetime as dt
+    import decimal
+
+    stream = [
+        event("c", (0, 1, 1), after=row(1, "a-before-window")),
+        event("u", (0, 4, 1), before=row(3, "c"), after=row(3, "c-changed-in-window")),
+    ]
+    staged_rows = [(i, n, decimal.Decimal("0.00"), dt.date(2024, 2, 29), dt.datetime(2024, 2, 29, 23, 59, 59, 123456),
+                    bytearray(b"\xca\xfe")) for i, n in ((1, "a"), (2, "b"), (3, "c"))]  # fmt: skip
+    staged = str(tmp_path / "staged" / "w1.parquet")
+    spark.createDataFrame(
+        staged_rows, "id INT, name STRING, balance DECIMAL(12,2), opened DATE, seen TIMESTAMP_NTZ, tag BINARY"
+    ).coalesce(1).write.parquet(staged)
+    hw = (0, 5, 1)
+    merge(spark, tmp_path / "fast", [*stream, release_record(staged, excluded=[3], order=hw)])
+    as_events = [event("r", hw, after=row(i, n)) for i, n in ((1, "a"), (2, "b"))]
+    merge(spark, tmp_path / "events", [*stream, *as_events])
+    assert live(spark, tmp_path / "fast") == live(spark, tmp_path / "events")
+    assert live(spark, tmp_path / "fast") == [(1, "a"), (2, "b"), (3, "c-changed-in-window")]
+    # The release alone, in a later batch, against the existing table: the same again.
+    merge(spark, tmp_path / "later", stream)
+    merge(spark, tmp_path / "later", [release_record(staged, excluded=[3], order=hw)])
+    assert live(spark, tmp_path / "later") == live(spark, tmp_path / "events")
+
+
+def test_housekeeping_collects_tombstones_only_past_their_retention(spark, tmp_path):
+    from spark_jobs.delta_housekeeping import delta_tables, housekeep
+
+    merge(
+        spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "a")), event("c", (0, 1, 2), after=row(2, "b"))]
+    )
+    merge(spark, tmp_path, [event("d", (0, 2, 1), before=row(1, "a"))])
+    path = f"{tmp_path}/shop.accounts"
+    assert delta_tables(spark, str(tmp_path)) == [path]
+    # The delete happened (source time) in 2023: a century's retention keeps it.
+    assert housekeep(spark, path, 24 * 365 * 100, 168)["tombstones_collected"] == 0
+    assert spark.read.format("delta").load(path).where("_cdc_deleted").count() == 1
+    assert housekeep(spark, path, 24, 168)["tombstones_collected"] == 1
+    assert spark.read.format("delta").load(path).where("_cdc_deleted").count() == 0
+    assert live(spark, tmp_path) == [(2, "b")]
+
+
+def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path):
+    import json
+
+    from delta.tables import DeltaTable
+
+    from spark_jobs.delta_merge import apply_aligned
+    from spark_jobs.merge.delta_apply import table_exists
+    from spark_jobs.merge.positions import read_at_common_position
+    from spark_jobs.merge.transactions import PendingStore
+    from tests.support.events import transaction
+
+    pending = PendingStore(spark, str(tmp_path / "held"))
+
+    def aligned(batch_id, records):
+        frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+        apply_aligned(spark, frame, str(tmp_path), "tm", {}, pending, batch_id)
+
+    table = {"shop.accounts": 3}
+    # Transaction 7 (three rows) is cut by the batch boundary: nothing of it lands.
+    aligned(
+        1,
+        [
+            transaction("BEGIN", 7),
+            event("c", (0, 7, 1), after=row(1, "a")),
+            event("c", (0, 7, 2), after=row(2, "b")),
+        ],
+    )
+    assert not table_exists(spark, f"{tmp_path}/shop.accounts")
+    second = [
+        event("c", (0, 7, 3), after=row(3, "c")),
+        transaction("END", 7, table),
+        transaction("BEGIN", 8),
+        event("u", (0, 8, 1), before=row(1, "a"), after=row(1, "a8")),
+        transaction("END", 8, {"shop.accounts": 1}),
+        transaction("BEGIN", 9),
+        event("u", (0, 9, 1), before=row(2, "b"), after=row(2, "b9")),  # its END comes later
+    ]
+    aligned(2, second)
+    assert live(spark, tmp_path) == [(1, "a8"), (2, "b"), (3, "c")]
+    path = f"{tmp_path}/shop.accounts"
+    last = json.loads(DeltaTable.forPath(spark, path).history(1).collect()[0].userMetadata)["tidemark"]
+    assert (last["upto"], last["first"], last["last"]) == ([0, 8], [0, 7], [0, 8])  # 9 is held
+    aligned(2, second)  # the same batch again (a crash before its checkpoint): the same result
+    assert live(spark, tmp_path) == [(1, "a8"), (2, "b"), (3, "c")]
+    aligned(3, [transaction("END", 9, {"shop.accounts": 1})])
+    assert live(spark, tmp_path) == [(1, "a8"), (2, "b9"), (3, "c")]
+    position, frames = read_at_common_position(spark, [path])
+    assert position == (0, 9) and frames[path].where("NOT _cdc_deleted").count() == 3
+
+
+def test_scd2_history_matches_the_sequence_of_changes_whatever_the_delivery(spark, tmp_path):
+    from spark_jobs.merge.options import MergeOptions
+
+    scd2 = MergeOptions(scd2=r"shop\.accounts")
+    c1, u1, d1 = (
+        event("c", (0, 1, 1), after=row(1, "a")),
+        event("u", (0, 3, 1), before=row(1, "a"), after=row(1, "b")),
+        event("d", (0, 5, 1), before=row(1, "b")),
+    )
+    c2 = event("c", (0, 2, 1), after=row(2, "x"))
+    merge(spark, tmp_path, [d1, c1, c2], scd2)
+    merge(spark, tmp_path, [u1, c1], scd2)  # a late update, and a repeat
+    merge(spark, tmp_path, [u1], scd2)  # replayed
+    history = sorted(
+        (r.id, r._cdc_rank, r.name, r._cdc_end_rank, r._cdc_current, r._cdc_deleted)
+        for r in spark.read.format("delta").load(f"{tmp_path}/shop.accounts").collect()
+    )
+    assert history == [
+        (1, 1, "a", 3, False, False),
+        (1, 3, "b", 5, False, False),
+        (1, 5, "b", None, False, True),
+        (2, 2, "x", None, True, False),
+    ]
+    assert live(spark, tmp_path) == [(2, "x")]
+
+
+@pytest.mark.parametrize("layout", ["partition_by", "cluster_by"])
+def test_a_new_table_is_partitioned_or_clustered_as_configured(spark, tmp_path, layout):
+    from delta.tables import DeltaTable
+
+    from spark_jobs.merge.options import MergeOptions
+
+    options = MergeOptions(**{layout: {"shop.accounts": ("opened",)}})
+    merge(spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "a"))], options)
+    detail = DeltaTable.forPath(spark, f"{tmp_path}/shop.accounts").detail().collect()[0]
+    columns = detail.partitionColumns if layout == "partition_by" else detail.clusteringColumns
+    assert list(columns) == ["opened"]
+    assert live(spark, tmp_path) == [(1, "a")]
+
+
+def test_a_widened_column_widens_and_an_incompatible_change_applies_nothing(spark, tmp_path):
+    from cdc_core.errors import TidemarkError
+    from cdc_core.events.connect_schema import field
+
+    merge(spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "a"))])
+    bigger = [field("int64", "id", optional=False), *FIELDS[1:]]  # INT -> BIGINT at the source
+    merge(spark, tmp_path, [event("c", (0, 2, 1), after=row(2**40, "big"), fields=bigger)])
+    stored = spark.read.format("delta").load(f"{tmp_path}/shop.accounts")
+    assert dict(stored.dtypes)["id"] == "bigint"
+    assert live(spark, tmp_path) == [(1, "a"), (2**40, "big")]
+    as_text = [*bigger[:2], field("string", "balance"), *FIELDS[3:]]  # DECIMAL -> text: no widening
+    other = dict(event("c", (0, 3, 1), after=row(5, "other-table")), topic="tm.shop.others")
+    with pytest.raises(TidemarkError, match="balance changed from decimal.12,2. to string"):
+        merge(
+            spark,
+            tmp_path,
+            [other, event("u", (0, 3, 2), after=row(1, "a2", extra={"balance": "1.00"}), fields=as_text)],
+        )
+    assert live(spark, tmp_path) == [(1, "a"), (2**40, "big")]
+    from spark_jobs.merge.delta_apply import table_exists
+
+    assert not table_exists(spark, f"{tmp_path}/shop.others")  # nothing of the batch applied

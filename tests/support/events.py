@@ -73,3 +73,11 @@ def event(
 def tombstone(id_: int) -> dict[str, Any]:
     key = {"schema": key_schema(TOPIC, [FIELDS[0]]), "payload": {"id": id_}}
     return {"topic": TOPIC, "key": json.dumps(key), "value": None}
+
+
+def transaction(status: str, rank: int, counts: dict[str, int] | None = None) -> dict[str, Any]:
+    """A BEGIN or END record on the transaction topic for the transaction at `rank`."""
+    value = {"status": status, "id": f"0-1-{rank}", "event_count": sum((counts or {}).values()) or None,
+             "data_collections": [{"data_collection": d, "event_count": n} for d, n in (counts or {}).items()]
+             if status == "END" else None, "ts_ms": 1}  # fmt: skip
+    return {"topic": "tm.transaction", "key": json.dumps({"id": f"0-1-{rank}"}), "value": json.dumps(value)}

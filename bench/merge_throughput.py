@@ -1,0 +1,216 @@
+"""Delta merge throughput against a bare Delta MERGE, on tables of two sizes.
+
+1,000,000 change events (30% inserts, 60% updates, 10% deletes, as the streamer writes
+them: JSON with the Connect schema) are merged in one batch into a Delta table holding
+1,000,000 and then 10,000,000 rows (each a shallow clone of a prepared table, so every
+run starts equal). In one run, for each size: seconds and events/s of the Tidemark merge
+(transaction alignment, parsing, newest per key, MERGE guarded by order key, tombstones)
+next to a bare Delta MERGE of the same batch already parsed and deduplicated (update,
+delete, insert: the floor), as a ratio; then how batch time grows from the small table
+to the large one.
+
+    python -m bench merge [--events N] [--sizes 1000000,10000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from cdc_core.events.connect_schema import envelope_schema, field, key_schema, row_schema, struct
+
+PREFIX = "benchmerge"
+TOPIC = f"{PREFIX}.bench.t"
+FIELDS = [
+    field("int32", "id", optional=False),
+    field("int32", "counter"),
+    field("string", "name"),
+    field("string", "city"),
+    field("float64", "amount"),
+    field("int64", "seen", logical="io.debezium.time.Timestamp", version=1),
+    field("int16", "flag"),
+    field("string", "note"),
+    field("int64", "big"),
+    field("string", "code"),
+]
+SOURCE = struct(
+    "source", [field("int64", "ts_ms"), field("string", "db"), field("string", "table")], field_name="source"
+)
+# The row's columns as Spark SQL over a generated id `k` and a version `v`.
+ROW_SQL = {
+    "id": "k",
+    "counter": "CAST(v % 1000 AS INT)",
+    "name": "concat('name-', k, '-', v)",
+    "city": "concat('city-', k % 50)",
+    "amount": "CAST(k * 1.5 + v AS DOUBLE)",
+    "seen": "1704067200000 + v * 1000",
+    "flag": "CAST(k % 2 AS SMALLINT)",
+    "note": "concat('note ', v)",
+    "big": "CAST(k AS BIGINT) * 7",
+    "code": "concat('x', k % 13)",
+}
+
+
+def row_struct(alias: str) -> str:
+    return "named_struct(" + ", ".join(f"'{c}', {e}" for c, e in ROW_SQL.items()) + f") AS {alias}"
+
+
+def base_table(spark, path: str, rows: int) -> None:
+    """`rows` rows as the merge would have left them after a snapshot."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.merge.delta_apply import create_table
+
+    frame = (
+        spark.range(1, rows + 1)
+        .selectExpr("CAST(id AS INT) AS k", "0L AS v")
+        .selectExpr(row_struct("r"))
+        .select("r.*")
+    )
+    frame = frame.selectExpr(
+        "*", "CAST(0 AS BIGINT) AS _cdc_epoch", "CAST(0 AS BIGINT) AS _cdc_rank", "CAST(id AS BIGINT) AS _cdc_total_order",
+        "'r' AS _cdc_op", "timestamp_millis(1704067200000) AS _cdc_source_ts", "'snapshot' AS _cdc_txn_id",
+        "false AS _cdc_deleted",
+    )  # fmt: skip
+    frame = frame.withColumn("seen", F.timestamp_millis(F.col("seen")).cast("timestamp_ntz"))
+    create_table(spark, path, frame.limit(0))
+    frame.write.format("delta").mode("append").save(path)
+
+
+def events(spark, out: str, count: int, table_rows: int) -> None:
+    """`count` events in streamer form: inserts of new keys, updates and deletes of
+    existing ones (keys drawn with repeats, so deduplication matters), one per
+    transaction, in rank order."""
+    value_schema = json.dumps(envelope_schema(TOPIC, row_schema(TOPIC, FIELDS), SOURCE))
+    key_schema_json = json.dumps(key_schema(TOPIC, [FIELDS[0]]))
+    kind = "CASE WHEN n % 10 < 3 THEN 'c' WHEN n % 10 < 9 THEN 'u' ELSE 'd' END"
+    existing = f"CAST(pmod(xxhash64(n), {table_rows}) + 1 AS INT)"
+    frame = (
+        spark.range(1, count + 1)
+        .selectExpr("id AS n")
+        .selectExpr(
+            "n",
+            f"{kind} AS op",
+            f"CASE WHEN {kind} = 'c' THEN CAST({table_rows} + n AS INT) ELSE {existing} END AS k",
+        )
+    )
+    frame = frame.selectExpr("n", "op", "k", "n AS v").selectExpr(
+        "n", "op", "k", row_struct("r"), "named_struct('id', k) AS key_payload"
+    )
+    payload = (
+        "named_struct('before', CASE WHEN op = 'c' THEN NULL ELSE r END, 'after', CASE WHEN op = 'd' THEN NULL ELSE r END, "
+        "'source', named_struct('ts_ms', 1704067200000 + n, 'db', 'bench', 'table', 't'), "
+        "'transaction', named_struct('id', concat('0-1-', n), 'total_order', 1L, 'data_collection_order', 1L, "
+        "'transaction_epoch', 1L, 'transaction_rank', n), 'op', op, 'ts_ms', 1704067200000 + n)"
+    )
+    frame.selectExpr(
+        f"'{TOPIC}' AS topic",
+        f"concat('{{\"schema\":', '{key_schema_json}', ',\"payload\":', to_json(key_payload), '}}') AS key",
+        f"concat('{{\"schema\":', '{value_schema}', ',\"payload\":', to_json({payload}), '}}') AS value",
+    ).write.mode("overwrite").parquet(out)
+
+
+def deduplicated(spark, records: str, out: str) -> None:
+    """The same batch parsed and reduced to the newest event per key, in the table's
+    types: the bare MERGE's input, prepared outside its timing."""
+    from spark_jobs.merge.changes import newest_per_key, table_changes
+
+    (changes,) = table_changes(spark.read.parquet(records))
+    newest_per_key(changes.rows, changes.key_columns).write.mode("overwrite").parquet(out)
+
+
+def clone(spark, source: str, target: str) -> None:
+    spark.sql(f"CREATE TABLE delta.`{target}` SHALLOW CLONE delta.`{source}`")
+
+
+def tidemark_merge(spark, records: str, root: str) -> float:
+    from spark_jobs.delta_merge import apply_aligned
+    from spark_jobs.merge.transactions import PendingStore
+
+    started = time.perf_counter()
+    batch = spark.read.parquet(records)
+    apply_aligned(spark, batch, root, PREFIX, {}, PendingStore(spark, f"{root}/_held"), 1)
+    return time.perf_counter() - started
+
+
+def bare_merge(spark, deduped: str, path: str) -> float:
+    from delta.tables import DeltaTable
+
+    started = time.perf_counter()
+    source = spark.read.parquet(deduped)
+    columns = [c for c in source.columns if not c.startswith("_cdc_")]
+    (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(source.alias("s"), "t.id = s.id")
+        .whenMatchedDelete(condition="s._cdc_op = 'd'")
+        .whenMatchedUpdate(set={c: f"s.`{c}`" for c in columns})
+        .whenNotMatchedInsert(condition="s._cdc_op <> 'd'", values={c: f"s.`{c}`" for c in columns})
+        .execute()
+    )
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--sizes", default="1000000,10000000", help="table sizes, comma-separated")
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    from spark_jobs.session import build_session
+
+    spark = build_session("bench-merge", args.master)
+    spark.sparkContext.setLogLevel("ERROR")
+    work = Path(tempfile.mkdtemp(prefix="tidemark-mergebench-"))
+    results = []
+    try:
+        for size in sizes:
+            print(f"preparing a {size:,}-row table and {args.events:,} events ...", flush=True)
+            base = str(work / f"base-{size}")
+            base_table(spark, base, size)
+            records, deduped = str(work / f"events-{size}"), str(work / f"dedup-{size}")
+            events(spark, records, args.events, size)
+            deduplicated(spark, records, deduped)
+            deduped_rows = spark.read.parquet(deduped).count()
+            ours_root = str(work / f"ours-{size}")
+            clone(spark, base, f"{ours_root}/bench.t")
+            clone(spark, base, str(work / f"bare-{size}"))
+            print("  Tidemark merge ...", flush=True)
+            ours = tidemark_merge(spark, records, ours_root)
+            print("  bare MERGE ...", flush=True)
+            bare = bare_merge(spark, deduped, str(work / f"bare-{size}"))
+            live = spark.read.format("delta").load(f"{ours_root}/bench.t").where("NOT _cdc_deleted").count()
+            floor = spark.read.format("delta").load(str(work / f"bare-{size}")).count()
+            if live != floor:
+                print(f"  WARNING: the merged table has {live:,} live rows, the bare MERGE's {floor:,}")
+            results.append((size, ours, bare, deduped_rows))
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\n{args.events:,} events (30% inserts, 60% updates, 10% deletes), one batch, {args.master}")
+    print(
+        f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'bare MERGE s':>13s} {'ratio':>6s}"
+    )
+    for size, ours, bare, keys in results:
+        print(
+            f"{size:12,d} {keys:9,d} {ours:11.1f} {args.events / ours:10,.0f} {bare:13.1f} {ours / bare:6.2f}x"
+        )
+    if len(results) > 1:
+        (small, ours_small, bare_small, _), (large, ours_large, bare_large, _) = results[0], results[-1]
+        print(
+            f"batch time from {small:,} to {large:,} rows: Tidemark x{ours_large / ours_small:.2f}, "
+            f"bare MERGE x{bare_large / bare_small:.2f}"
+        )
+    print("target: at most 1.3x the bare MERGE; batch time grows less than 2x from 1M to 10M rows")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

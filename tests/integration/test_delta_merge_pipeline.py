@@ -1,0 +1,125 @@
+"""MariaDB -> streamer -> event log (embedded or Kafka) -> merge -> Delta equals the source."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import shutil
+
+import pytest
+
+from tests.support.streamer import (
+    admin,
+    kafka_connector,
+    payloads,
+    running_in_process,
+    wait_for,
+    write_connector,
+)
+
+pytestmark = pytest.mark.integration
+
+DDL = [
+    "CREATE TABLE accounts (id INT PRIMARY KEY, name VARCHAR(20), balance DECIMAL(12,2), opened DATE, "
+    "seen DATETIME(6), score DOUBLE)",
+    "CREATE TABLE pairs (a INT, b VARCHAR(8), v INT, PRIMARY KEY (a, b))",
+]
+
+
+def write_changes(db) -> None:
+    with db.cursor() as cur:
+        for i in range(1, 21):
+            cur.execute(
+                "INSERT INTO accounts VALUES (%s, %s, %s, '2024-02-29', '2024-02-29 23:59:59.123456', %s)",
+                (i, f"n{i}", decimal.Decimal(i) / 4, i * 1.5),
+            )
+        cur.execute("INSERT INTO pairs VALUES (1, 'x', 1), (1, 'y', 2), (2, 'x', 3)")
+        db.begin()
+        cur.execute("UPDATE accounts SET balance = balance + 1 WHERE id <= 5")
+        cur.execute("DELETE FROM accounts WHERE id IN (6, 7)")
+        cur.execute("UPDATE pairs SET v = v * 10 WHERE a = 1")
+        db.commit()
+        cur.execute("UPDATE accounts SET id = 100 WHERE id = 8")  # a key change: delete + create
+        cur.execute("DELETE FROM pairs WHERE a = 2")
+        cur.execute("INSERT INTO accounts VALUES (6, 'back', 0, NULL, NULL, NULL)")  # a deleted key again
+
+
+def source_rows(db, table: str) -> list[tuple]:
+    with db.cursor() as cur:
+        cur.execute(f"SELECT * FROM {table} ORDER BY 1, 2")
+        return [tuple(r) for r in cur.fetchall()]
+
+
+def delta_rows(spark, root, database: str, table: str) -> list[tuple]:
+    from spark_jobs.merge.delta_apply import live_rows
+
+    frame = live_rows(spark, f"{root}/{database}.{table}")
+    return sorted((tuple(r) for r in frame.collect()), key=lambda r: (r[0], r[1]))
+
+
+def assert_equal(spark, db, root, database):
+    assert delta_rows(spark, root, database, "accounts") == source_rows(db, "accounts")
+    assert delta_rows(spark, root, database, "pairs") == source_rows(db, "pairs")
+
+
+def total_events(c, database) -> int:
+    return sum(len(payloads(c, f"{c.prefix}.{database}.{t}")) for t in ("accounts", "pairs"))
+
+
+def test_embedded_log_to_delta_equals_the_source_and_a_replay_changes_nothing(
+    spark, tmp_path, mariadb_admin_params, scratch_db
+):
+    from spark_jobs.delta_merge import run_local
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        for ddl in DDL:
+            cur.execute(ddl)
+    c = write_connector(tmp_path, scratch_db)
+    root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
+    with running_in_process(c):
+        write_changes(db)
+        wait_for(lambda: total_events(c, scratch_db) >= 36, 60, message="events in the log")
+    config = c.config()
+    assert run_local(spark, config, root, checkpoint) == 2
+    assert_equal(spark, db, root, scratch_db)
+    first = delta_rows(spark, root, scratch_db, "accounts")
+    assert first[0][3] == dt.date(2024, 2, 29) and first[0][4] == dt.datetime(2024, 2, 29, 23, 59, 59, 123456)
+    assert run_local(spark, config, root, checkpoint) == 0  # nothing new
+    shutil.rmtree(checkpoint)  # replay the whole log
+    assert run_local(spark, config, root, checkpoint) == 2
+    assert_equal(spark, db, root, scratch_db)
+
+
+def test_kafka_to_delta_with_an_available_now_stream(
+    spark, tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap
+):
+    from spark_jobs.delta_merge import run_kafka
+    from tests.support.kafka import read_topic
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        for ddl in DDL:
+            cur.execute(ddl)
+    c = kafka_connector(tmp_path, scratch_db, kafka_bootstrap, "merge")
+    root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
+
+    def events() -> int:
+        return sum(
+            1
+            for t in ("accounts", "pairs")
+            for _, v in read_topic(kafka_bootstrap, f"{c.prefix}.{scratch_db}.{t}")
+            if v
+        )
+
+    with running_in_process(c):
+        write_changes(db)
+        wait_for(lambda: events() >= 36, 60, message="events in Kafka")
+    run_kafka(spark, c.config(), root, checkpoint, "available-now")
+    assert_equal(spark, db, root, scratch_db)
+    with db.cursor() as cur:  # more changes: the next run starts from the checkpoint
+        cur.execute("UPDATE pairs SET v = -1")
+    with running_in_process(c):
+        wait_for(lambda: events() >= 38, 60, message="the later events in Kafka")
+    run_kafka(spark, c.config(), root, checkpoint, "available-now")
+    assert_equal(spark, db, root, scratch_db)

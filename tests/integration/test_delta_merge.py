@@ -173,6 +173,7 @@ def test_a_fast_path_release_gives_the_table_its_op_r_events_would(spark, tmp_pa
     assert live(spark, tmp_path / "later") == live(spark, tmp_path / "events")
 
 
+@pytest.mark.timeout(600)  # OPTIMIZE and VACUUM took 144 s in CI on 2 cores
 def test_housekeeping_collects_tombstones_only_past_their_retention(spark, tmp_path):
     from spark_jobs.delta_housekeeping import delta_tables, housekeep
 

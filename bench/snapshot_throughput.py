@@ -142,6 +142,15 @@ def raw_select(rows: int) -> float:
     return time.perf_counter() - started
 
 
+def spark_env() -> dict[str, str]:
+    """A Spark process's environment: the database password, quiet logs."""
+    return {
+        **os.environ,
+        "TIDEMARK_DB_PASSWORD": cdc_params()["password"],
+        "TIDEMARK_SPARK_LOG_LEVEL": "ERROR",
+    }
+
+
 def spark_jdbc(rows: int, parallelism: int, out: Path) -> tuple[float, float]:
     """Spark's own JDBC reader (MariaDB driver), partitioned on the key, writing Parquet:
     seconds for the whole process (JVM start included) and for the read and write alone."""
@@ -158,11 +167,7 @@ df = spark.read.jdbc(
 df.write.mode("overwrite").parquet({str(out)!r})
 print(time.perf_counter() - started)
 """
-    env = {
-        **os.environ,
-        "TIDEMARK_DB_PASSWORD": cdc_params()["password"],
-        "TIDEMARK_SPARK_LOG_LEVEL": "ERROR",
-    }
+    env = spark_env()
     started = time.perf_counter()
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     whole = time.perf_counter() - started
@@ -186,11 +191,7 @@ def spark_chunk_job(
     job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", "--config", str(config), "--signal",
            signal_id, "--staging", str(work / "staging"), "--parallelism", str(parallelism),
            "--master", f"local[{parallelism}]"]  # fmt: skip
-    env = {
-        **os.environ,
-        "TIDEMARK_DB_PASSWORD": cdc_params()["password"],
-        "TIDEMARK_SPARK_LOG_LEVEL": "ERROR",
-    }
+    env = spark_env()
     result = subprocess.run(job, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     exited = time.perf_counter() - started
     if result.returncode:

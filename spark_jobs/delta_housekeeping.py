@@ -20,25 +20,17 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from spark_jobs.hadoop_files import subfolders
 from spark_jobs.merge.delta_apply import collect_tombstones, table_exists
 
 log = logging.getLogger("spark_jobs.delta_housekeeping")
 
 
 def delta_tables(spark: SparkSession, root: str, pattern: str = ".*") -> list[str]:
-    """The Delta tables directly under `root` (any Hadoop filesystem Spark has)."""
-    jvm = spark._jvm  # listing through Hadoop reaches s3a:// as well as local paths
-    path = jvm.org.apache.hadoop.fs.Path(root)
-    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-    if not fs.exists(path):
-        return []
-    names = sorted(s.getPath().getName() for s in fs.listStatus(path) if s.isDirectory())
+    """The Delta tables directly under `root`."""
     wanted = re.compile(pattern)
-    return [
-        f"{root.rstrip('/')}/{n}"
-        for n in names
-        if wanted.fullmatch(n) and table_exists(spark, f"{root.rstrip('/')}/{n}")
-    ]
+    paths = [f"{root.rstrip('/')}/{n}" for n in subfolders(spark, root) if wanted.fullmatch(n)]
+    return [p for p in paths if table_exists(spark, p)]
 
 
 def housekeep(

@@ -25,13 +25,13 @@ from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 
 ORDER_KEY = ("_cdc_epoch", "_cdc_rank", "_cdc_total_order")
-BOOKKEEPING = (*ORDER_KEY, "_cdc_op", "_cdc_source_ts", "_cdc_txn_id", "_cdc_deleted")
 
 _ENVELOPE = (
     "op STRING, before STRING, after STRING, source STRUCT<ts_ms: BIGINT, db: STRING, `table`: STRING>, "
     "transaction STRUCT<id: STRING, total_order: BIGINT, transaction_epoch: BIGINT, transaction_rank: BIGINT>"
 )
-_WRAPPED = "schema STRING, payload STRING"
+# A value with its Connect schema is `{"schema": ..., "payload": envelope}`; without, the envelope.
+WRAPPED = "schema STRING, payload STRING"
 
 
 @dataclass(frozen=True)
@@ -43,12 +43,17 @@ class TableChanges:
     rows: DataFrame
 
 
+def unwrapped(wrapped: Column) -> Column:
+    """The envelope's JSON text, from `from_json(value, WRAPPED)`."""
+    return F.when(wrapped["payload"].isNotNull(), wrapped["payload"]).otherwise(F.col("value"))
+
+
 def envelopes(records: DataFrame) -> DataFrame:
     """Records -> `topic, schema, env` (the parsed envelope); tombstones dropped."""
     wrapped = records.where(F.col("value").isNotNull()).select(
-        "topic", "key", F.from_json("value", _WRAPPED).alias("w"), "value"
+        "topic", "key", F.from_json("value", WRAPPED).alias("w"), "value"
     )
-    payload = F.when(F.col("w.payload").isNotNull(), F.col("w.payload")).otherwise(F.col("value"))
+    payload = unwrapped(F.col("w"))
     return wrapped.select(
         "topic",
         "key",

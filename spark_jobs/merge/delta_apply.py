@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.changes import ORDER_KEY
+from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
@@ -123,7 +124,7 @@ def live_rows(spark: SparkSession, path: str, bookkeeping: bool = False) -> Data
     frame = frame.where(F.col("_cdc_current") if "_cdc_current" in frame.columns else ~F.col("_cdc_deleted"))
     if bookkeeping:
         return frame
-    return frame.select(*[c for c in frame.columns if not c.startswith("_cdc_")])
+    return frame.select(*[c for c in frame.columns if not c.startswith(BOOKKEEPING_PREFIX)])
 
 
 def collect_tombstones(spark: SparkSession, path: str, retention_hours: float) -> int:

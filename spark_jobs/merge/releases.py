@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
+from cdc_core.events.ordering import OrderKey
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,13 @@ def parse_release(value: str) -> Release:
         payload = payload["payload"]
     try:
         block = payload["transaction"] or {}
+        order = OrderKey.from_transaction_block(block)
         return Release(
             payload["data_collection"],
             payload["staged"],
             tuple(payload["key_columns"]),
             list(payload["excluded_keys"]),
-            (int(block["transaction_epoch"]), int(block["transaction_rank"]), int(block["total_order"])),
+            (order.epoch, order.rank, order.total_order),
             str(block.get("id")),
             int(payload.get("ts_ms") or 0),
         )

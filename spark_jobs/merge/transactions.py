@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-_WRAPPED = "schema STRING, payload STRING"
+from spark_jobs.hadoop_files import delete_tree, exists, subfolders
+from spark_jobs.merge.changes import WRAPPED, unwrapped
+
 _TXN = (
     "status STRING, id STRING, data_collections ARRAY<STRUCT<data_collection: STRING, event_count: BIGINT>>"
 )
@@ -28,8 +30,7 @@ RECORDS = "topic STRING, key STRING, value STRING"
 
 
 def _payload() -> F.Column:
-    wrapped = F.from_json("value", _WRAPPED)
-    return F.when(wrapped["payload"].isNotNull(), wrapped["payload"]).otherwise(F.col("value"))
+    return unwrapped(F.from_json("value", WRAPPED))
 
 
 @dataclass(frozen=True)
@@ -135,28 +136,16 @@ class PendingStore:
         held.write.mode("overwrite").parquet(self._path(batch_id))
         for old in self._ids():
             if old < batch_id - 1:
-                self._delete(self._path(old))
+                delete_tree(self.spark, self._path(old))
 
     def _ids(self) -> list[int]:
-        jvm = self.spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(self.folder)
-        fs = path.getFileSystem(self.spark._jsc.hadoopConfiguration())
-        if not fs.exists(path):
-            return []
-        ids = []
-        for status in fs.listStatus(path):
-            name = status.getPath().getName()
-            if name.startswith("batch=") and fs.exists(
-                jvm.org.apache.hadoop.fs.Path(status.getPath(), "_SUCCESS")
-            ):
-                ids.append(int(name.split("=", 1)[1]))
-        return sorted(ids)
+        """Batches whose held-back records were written completely."""
+        names = subfolders(self.spark, self.folder)
+        done = [
+            n for n in names if n.startswith("batch=") and exists(self.spark, f"{self.folder}/{n}/_SUCCESS")
+        ]
+        return sorted(int(n.split("=", 1)[1]) for n in done)
 
     def _latest_before(self, batch_id: int) -> int | None:
         earlier = [i for i in self._ids() if i < batch_id]
         return earlier[-1] if earlier else None
-
-    def _delete(self, folder: str) -> None:
-        jvm = self.spark._jvm
-        path = jvm.org.apache.hadoop.fs.Path(folder)
-        path.getFileSystem(self.spark._jsc.hadoopConfiguration()).delete(path, True)

@@ -1,0 +1,31 @@
+"""Folders through Spark's Hadoop filesystems, so `s3a://` works wherever a local path does
+(pyarrow, used elsewhere, has no s3a scheme of its own)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+
+def _fs_and_path(spark: SparkSession, folder: str) -> tuple[Any, Any]:
+    path = spark._jvm.org.apache.hadoop.fs.Path(folder)
+    return path.getFileSystem(spark._jsc.hadoopConfiguration()), path
+
+
+def subfolders(spark: SparkSession, folder: str) -> list[str]:
+    """Names of the folders directly under `folder` (none if it does not exist), sorted."""
+    fs, path = _fs_and_path(spark, folder)
+    if not fs.exists(path):
+        return []
+    return sorted(s.getPath().getName() for s in fs.listStatus(path) if s.isDirectory())
+
+
+def exists(spark: SparkSession, path: str) -> bool:
+    fs, hadoop_path = _fs_and_path(spark, path)
+    return bool(fs.exists(hadoop_path))
+
+
+def delete_tree(spark: SparkSession, folder: str) -> None:
+    fs, path = _fs_and_path(spark, folder)
+    fs.delete(path, True)

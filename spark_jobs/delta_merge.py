@@ -21,6 +21,8 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ from spark_jobs.merge import evolution
 from spark_jobs.merge.changes import newest_per_key, table_changes
 from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
 from spark_jobs.merge.options import MergeOptions
+from spark_jobs.merge.records import Shapes, check_recognised, collect_shapes, cut, parse, value_text
 from spark_jobs.merge.releases import Release, parse_release, release_rows
 from spark_jobs.merge.scd2 import merge_history
 from spark_jobs.merge.transactions import PendingStore, split_complete
@@ -56,53 +59,11 @@ def apply_batch(
     positions: dict[str, Any] | None = None,
     options: MergeOptions | None = None,
 ) -> int:
-    """Merge one batch of records (`topic, key, value` as text): per table, its change
-    events and the staged rows of its released snapshot windows, newest per key, one
-    MERGE. Returns the number of tables touched."""
-    records = records.persist()
-    try:
-        releases_topic = f"{prefix}.snapshot_releases"
-        is_release = F.col("topic") == releases_topic
-        released: dict[str, list[Release]] = {}
-        for row in records.where(is_release & F.col("value").isNotNull()).select("value").collect():
-            release = parse_release(row.value)
-            released.setdefault(release.data_collection, []).append(release)
-        is_data = ~is_release & (F.col("topic") != f"{prefix}.transaction")
-        events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(records.where(is_data))}
-        plans = []
-        for name in sorted(set(events) | set(released)):
-            path = f"{root.rstrip('/')}/{name}"
-            changes = events.get(name)
-            rows = changes.rows if changes else None
-            keys = changes.key_columns if changes else released[name][0].key_columns
-            stored = table_schema(spark, path)
-            like = rows.schema if rows is not None else stored
-            for release in released.get(name, []):
-                window = release_rows(spark, release, like)
-                rows = window if rows is None else rows.unionByName(window, allowMissingColumns=True)
-            assert rows is not None
-            # Every table is checked before any is merged: a refused change applies nothing.
-            widen = stored is not None and evolution.check(name, stored, rows.schema)
-            plans.append((name, path, rows, keys, widen))
-        for name, path, rows, keys, widen in plans:
-            started = time.monotonic()
-            if widen:
-                enable_type_widening(spark, path)
-            topic = f"{prefix}.{name}"
-            metadata: dict[str, Any] = {"topic": topic, "reached": reached.get(topic)}
-            if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
-                metadata["upto"] = positions["upto"]
-                metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
-            table = (options or MergeOptions()).for_table(name)
-            layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
-            if table.scd2:
-                merge_history(spark, path, rows, keys, {"tidemark": metadata}, **layout)
-            else:
-                merge_changes(spark, path, newest_per_key(rows, keys), keys, {"tidemark": metadata}, **layout)
-            log.info("%s merged in %.1fs", name, time.monotonic() - started)
-        return len(set(events) | set(released))
-    finally:
-        records.unpersist()
+    """Merge one batch of records (`topic, key, value` as text) without transaction
+    alignment. Returns the number of tables touched."""
+    with parsed_batch(records.select("topic", "key", "value"), prefix) as (parsed, shapes):
+        topics = set(shapes.by_topic)
+        return merge_parsed(spark, parsed, topics, shapes, root, prefix, reached, positions, options)
 
 
 def apply_aligned(
@@ -115,18 +76,110 @@ def apply_aligned(
     batch_id: int,
     options: MergeOptions | None = None,
 ) -> int:
-    """`apply_batch` on the records of complete source transactions (this batch's and those
-    held back before); the rest is held for the next batch."""
-    combined = records.select("topic", "key", "value").unionByName(pending.read(batch_id)).persist()
+    """`merge_parsed` on the records of complete source transactions (this batch's and
+    those held back before); the rest is held for the next batch."""
+    combined = records.select("topic", "key", "value").unionByName(pending.read(batch_id))
+    with parsed_batch(combined, prefix) as (parsed, shapes):
+        split = split_complete(parsed, prefix)
+        try:
+            upto, merged = split.positions()
+            positions = {"upto": upto, "merged": merged}
+            topics = {f"{prefix}.{table}" for table in merged}
+            # A table without merged transactions may still have events without one.
+            boundaries = {f"{prefix}.transaction", f"{prefix}.snapshot_releases"}
+            unsure = [t for t in shapes.by_topic if t not in topics | boundaries]
+            if unsure:
+                present = split.now.where(F.col("topic").isin(unsure) & F.col("payload").isNotNull())
+                topics |= {r.topic for r in present.select("topic").distinct().collect()}
+            touched = merge_parsed(
+                spark, split.now, topics, shapes, root, prefix, reached, positions, options
+            )
+            pending.write(
+                batch_id, split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
+            )
+            return touched
+        finally:
+            split.release()
+
+
+@contextmanager
+def parsed_batch(records: DataFrame, prefix: str) -> Iterator[tuple[DataFrame, Shapes]]:
+    """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes;
+    cut again the slow way if the fast cut went wrong. Records that are not JSON events
+    fail the batch before anything is merged."""
+    not_rows = {f"{prefix}.transaction", f"{prefix}.snapshot_releases"}
+    for fast in (True, False):
+        cuts = cut(records, fast).persist()
+        shapes = collect_shapes(cuts, fast, not_rows)
+        if not shapes.cut_wrong:
+            break
+        cuts.unpersist()
+    parsed = parse(cuts, shapes).persist()
+    parsed.count()  # built from `cuts` before they go
+    cuts.unpersist()
     try:
-        split = split_complete(combined, prefix)
-        upto, merged = split.positions()
-        positions = {"upto": upto, "merged": merged}
-        touched = apply_batch(spark, split.now, root, prefix, reached, positions, options)
-        pending.write(batch_id, split.held)
-        return touched
+        check_recognised(parsed)
+        yield parsed, shapes
     finally:
-        combined.unpersist()
+        parsed.unpersist()
+
+
+def merge_parsed(
+    spark: SparkSession,
+    parsed: DataFrame,
+    topics: set[str],
+    shapes: Shapes,
+    root: str,
+    prefix: str,
+    reached: dict[str, Any],
+    positions: dict[str, Any] | None = None,
+    options: MergeOptions | None = None,
+) -> int:
+    """Per table among `topics`: its change events and the staged rows of its released
+    snapshot windows, newest per key, one MERGE. Returns the number of tables touched."""
+    releases_topic = f"{prefix}.snapshot_releases"
+    released: dict[str, list[Release]] = {}
+    for row in (
+        parsed.where((F.col("topic") == releases_topic) & F.col("payload").isNotNull())
+        .select("payload")
+        .collect()
+    ):
+        release = parse_release(row.payload)
+        released.setdefault(release.data_collection, []).append(release)
+    tables = topics - {releases_topic, f"{prefix}.transaction"}
+    events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
+    plans = []
+    for name in sorted(set(events) | set(released)):
+        path = f"{root.rstrip('/')}/{name}"
+        changes = events.get(name)
+        rows = changes.rows if changes else None
+        keys = changes.key_columns if changes else released[name][0].key_columns
+        stored = table_schema(spark, path)
+        like = rows.schema if rows is not None else stored
+        for release in released.get(name, []):
+            window = release_rows(spark, release, like)
+            rows = window if rows is None else rows.unionByName(window, allowMissingColumns=True)
+        assert rows is not None
+        # Every table is checked before any is merged: a refused change applies nothing.
+        widen = stored is not None and evolution.check(name, stored, rows.schema)
+        plans.append((name, path, rows, keys, widen))
+    for name, path, rows, keys, widen in plans:
+        started = time.monotonic()
+        if widen:
+            enable_type_widening(spark, path)
+        topic = f"{prefix}.{name}"
+        metadata: dict[str, Any] = {"topic": topic, "reached": reached.get(topic)}
+        if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
+            metadata["upto"] = positions["upto"]
+            metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
+        table = (options or MergeOptions()).for_table(name)
+        layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
+        if table.scd2:
+            merge_history(spark, path, rows, keys, {"tidemark": metadata}, **layout)
+        else:
+            merge_changes(spark, path, newest_per_key(rows, keys), keys, {"tidemark": metadata}, **layout)
+        log.info("%s merged in %.1fs", name, time.monotonic() - started)
+    return len(plans)
 
 
 def table_schema(spark: SparkSession, path: str) -> Any:

@@ -17,27 +17,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.hadoop_files import delete_tree, exists, subfolders
-from spark_jobs.merge.changes import WRAPPED, unwrapped
-
-_TXN = (
-    "status STRING, id STRING, data_collections ARRAY<STRUCT<data_collection: STRING, event_count: BIGINT>>"
-)
-_REF = (
-    "data_collection STRING, "
-    "transaction STRUCT<id: STRING, total_order: BIGINT, transaction_epoch: BIGINT, transaction_rank: BIGINT>"
-)
-RECORDS = "topic STRING, key STRING, value STRING"
-
-
-def _payload() -> F.Column:
-    return unwrapped(F.from_json("value", WRAPPED))
+from spark_jobs.merge.records import RECORDS
 
 
 @dataclass(frozen=True)
 class Split:
-    now: DataFrame  # records of complete transactions, and records without one
-    held: DataFrame  # records of incomplete transactions (with their BEGIN/END)
+    now: DataFrame  # parsed records of complete transactions, and records without one
+    held: DataFrame  # parsed records of incomplete transactions (with their BEGIN/END)
     transactions: DataFrame  # per transaction and table: `_txn, _table, _key, _complete`
+    cached: DataFrame  # per transaction: complete or not, kept while the batch is merged
+
+    def release(self) -> None:
+        self.cached.unpersist()
 
     def positions(self) -> tuple[list[int] | None, dict[str, tuple[list[int], list[int]]]]:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
@@ -48,7 +39,7 @@ class Split:
             .agg(
                 F.min(F.when(F.col("_complete"), F.col("_key"))).alias("first"),
                 F.max(F.when(F.col("_complete"), F.col("_key"))).alias("last"),
-                F.min(F.when(F.col("_complete").isNull(), F.col("_key"))).alias("held"),
+                F.min(F.when(~F.col("_complete"), F.col("_key"))).alias("held"),
             )
             .collect()
         )
@@ -63,56 +54,70 @@ class Split:
         return upto, {r._table: (list(r.first), list(r.last)) for r in rows if r.first is not None}
 
 
-def split_complete(records: DataFrame, prefix: str) -> Split:
-    """Records to merge now and records to hold back. `records`: `topic, key, value`.
+def split_complete(parsed: DataFrame, prefix: str) -> Split:
+    """Parsed records (`spark_jobs.merge.records.parse`) to merge now and to hold back.
     BEGIN/END records of complete transactions are dropped; those of incomplete ones are
     held with their events. Records without a transaction (tombstones, events without
-    transaction metadata) pass."""
+    transaction metadata) pass.
+
+    One aggregation per transaction compares the events in hand (distinct by total_order,
+    per table) with its END's counts; only the incomplete transactions — usually none or
+    the last few — are joined back to the records."""
     txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
     is_txn = F.col("topic") == txn_topic
-    txn = F.from_json(_payload(), _TXN)
-    ref = F.from_json(_payload(), _REF)
-    table = F.when(F.col("topic") == releases, ref["data_collection"]).otherwise(
+    table = F.when(F.col("topic") == releases, F.col("p.data_collection")).otherwise(
         F.expr(f"substring(topic, {len(prefix) + 2})")
     )
-    tagged = records.select(
-        "topic",
-        "key",
-        "value",
-        F.when(is_txn, txn["id"]).otherwise(ref["transaction"]["id"]).alias("_txn"),
-        F.when(is_txn, txn["status"]).alias("_status"),
-        F.when(~is_txn, table).alias("_table"),
-        F.when(~is_txn, ref["transaction"]["total_order"]).alias("_order"),
-        F.when(
-            ~is_txn, F.array(ref["transaction"]["transaction_epoch"], ref["transaction"]["transaction_rank"])
-        ).alias("_key"),
-        F.when(is_txn & (txn["status"] == "END"), txn["data_collections"]).alias("_counts"),
+    tagged = parsed.select(
+        "*",
+        F.when(is_txn, F.col("p.id")).otherwise(F.col("p.transaction.id")).alias("_txn"),
+        F.when(is_txn, F.col("p.status")).alias("_status"),
     )
-    expected = (
-        tagged.where(F.col("_counts").isNotNull())
-        .select("_txn", F.explode("_counts").alias("c"))
-        .select("_txn", F.col("c.data_collection").alias("_table"), F.col("c.event_count").alias("_expected"))
+    block = F.col("p.transaction")
+    counts_type = parsed.schema["p"].dataType["data_collections"].dataType
+    events = tagged.where(~is_txn & block["total_order"].isNotNull()).select(
+        "_txn",
+        F.struct(table.alias("table"), block["total_order"].alias("order")).alias("_seen"),
+        block["transaction_epoch"].alias("_epoch"),
+        block["transaction_rank"].alias("_rank"),
+        F.lit(None).cast(counts_type).alias("_counts"),
     )
-    have = (
-        tagged.where(F.col("_order").isNotNull() & F.col("value").isNotNull())
-        .groupBy("_txn", "_table")
-        .agg(F.countDistinct("_order").alias("_have"), F.min("_key").alias("_key"))
+    ends = tagged.where(is_txn & (F.col("_status") == "END")).select(
+        "_txn",
+        F.lit(None).cast(events.schema["_seen"].dataType).alias("_seen"),
+        F.lit(None).cast("long").alias("_epoch"),
+        F.lit(None).cast("long").alias("_rank"),
+        F.col("p.data_collections").alias("_counts"),
     )
-    complete = (
-        expected.join(have, ["_txn", "_table"], "left")
+    # An event delivered twice is one element of the set.
+    enough = F.forall(
+        F.element_at("_ends", 1),
+        lambda c: F.size(F.filter("_seen", lambda e: e["table"] == c["data_collection"])) >= c["event_count"],
+    )
+    per_txn = (
+        events.unionByName(ends)
         .groupBy("_txn")
-        .agg(F.min(F.coalesce(F.col("_have"), F.lit(0)) >= F.col("_expected")).alias("_done"))
-        .where("_done")
-        .select("_txn", F.lit(True).alias("_complete"))
+        .agg(
+            F.collect_set("_seen").alias("_seen"),
+            F.collect_list("_counts").alias("_ends"),
+            F.min("_epoch").alias("_epoch"),
+            F.min("_rank").alias("_rank"),
+        )
+        .select(
+            "_txn",
+            ((F.size("_ends") > 0) & enough).alias("_complete"),
+            F.array("_epoch", "_rank").alias("_key"),
+            F.array_distinct(F.transform("_seen", lambda e: e["table"])).alias("_tables"),
+        )
+        .persist()
     )
-    flagged = tagged.join(F.broadcast(complete), "_txn", "left")
-    passes = F.col("_txn").isNull() & F.col("_status").isNull()
-    now = flagged.where(passes | (F.col("_complete") & F.col("_status").isNull()))
-    held = flagged.where(F.col("_txn").isNotNull() & F.col("_complete").isNull())
-    transactions = have.join(F.broadcast(complete), "_txn", "left").select(
-        "_txn", "_table", "_key", "_complete"
-    )
-    return Split(now.select("topic", "key", "value"), held.select("topic", "key", "value"), transactions)
+    incomplete = per_txn.where(~F.col("_complete")).select("_txn", F.lit(True).alias("_held"))
+    flagged = tagged.join(incomplete, "_txn", "left")
+    passes = F.col("_held").isNull() & F.col("_status").isNull()
+    now = flagged.where(passes).drop("_txn", "_status", "_held")
+    held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")
+    transactions = per_txn.select("_txn", F.explode("_tables").alias("_table"), "_key", "_complete")
+    return Split(now, held, transactions, per_txn)
 
 
 class PendingStore:

@@ -303,3 +303,38 @@ def test_a_widened_column_widens_and_an_incompatible_change_applies_nothing(spar
     from spark_jobs.merge.delta_apply import table_exists
 
     assert not table_exists(spark, f"{tmp_path}/shop.others")  # nothing of the batch applied
+
+
+def test_any_json_spacing_and_a_schema_holding_a_payload_key_merge_alike(spark, tmp_path):
+    import json
+
+    from cdc_core.events.connect_schema import field
+
+    batch = [event("c", (0, 1, 1), after=row(1, "a")), event("c", (0, 1, 2), after=row(2, "b"))]
+    merge(spark, tmp_path / "compact", batch)
+    # Spaced JSON (another producer's style) is read the slow way, per record.
+    spaced = [dict(r, value=json.dumps(json.loads(r["value"]))) for r in batch]
+    assert spaced[0]["value"].startswith('{"schema": {')
+    merge(spark, tmp_path / "spaced", spaced)
+    # A schema with an object key "payload" (in a field's parameters) defeats the fast
+    # cut; the batch is parsed again the slow way.
+    odd = [*FIELDS[:1], field("string", "name", parameters={"note": "n", "payload": "p"}), *FIELDS[2:]]
+    tricky = [
+        event("c", (0, 1, 1), after=row(1, "a"), fields=odd),
+        event("c", (0, 1, 2), after=row(2, "b"), fields=odd),
+    ]
+    assert ',"payload":"p"' in tricky[0]["value"]
+    merge(spark, tmp_path / "tricky", tricky)
+    for name in ("spaced", "tricky"):
+        assert live(spark, tmp_path / name) == live(spark, tmp_path / "compact") == [(1, "a"), (2, "b")]
+
+
+def test_a_record_that_is_not_json_fails_the_batch_and_applies_nothing(spark, tmp_path):
+    from cdc_core.errors import TidemarkError
+
+    merge(spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "a"))])
+    broken = dict(event("c", (0, 2, 1), after=row(2, "b")))
+    broken["value"] = broken["value"][:-40]  # cut short, as by a faulty producer
+    with pytest.raises(TidemarkError, match=f"not a JSON event .1 on {TOPIC}."):
+        merge(spark, tmp_path, [event("u", (0, 2, 2), before=row(1, "a"), after=row(1, "a2")), broken])
+    assert live(spark, tmp_path) == [(1, "a")]

@@ -91,9 +91,11 @@ def test_embedded_log_to_delta_equals_the_source_and_a_replay_changes_nothing(
     assert_equal(spark, db, root, scratch_db)
 
 
-def test_kafka_to_delta_with_an_available_now_stream(
-    spark, tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap
+def test_kafka_to_delta_with_an_available_now_stream_and_a_crash_before_its_checkpoint(
+    spark, tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap, monkeypatch
 ):
+    from delta.tables import DeltaTable
+
     from spark_jobs.delta_merge import run_kafka
     from tests.support.kafka import read_topic
 
@@ -121,5 +123,26 @@ def test_kafka_to_delta_with_an_available_now_stream(
         cur.execute("UPDATE pairs SET v = -1")
     with running_in_process(c):
         wait_for(lambda: events() >= 38, 60, message="the later events in Kafka")
+    # A crash after the MERGE committed but before the stream's checkpoint did: the
+    # restarted stream runs the same batch again, and it changes nothing more.
+    from spark_jobs.merge.transactions import PendingStore
+
+    def crash(self, batch_id, held):
+        raise RuntimeError("killed between the MERGE and the checkpoint commit")
+
+    monkeypatch.setattr(PendingStore, "write", crash)
+    with pytest.raises(Exception, match="killed between the MERGE"):
+        run_kafka(spark, c.config(), root, checkpoint, "available-now")
+    monkeypatch.undo()
+    pairs = f"{root}/{scratch_db}.pairs"
+    assert delta_rows(spark, root, scratch_db, "pairs") == source_rows(db, "pairs")  # merged before the crash
+    versions = DeltaTable.forPath(spark, pairs).history().count()
     run_kafka(spark, c.config(), root, checkpoint, "available-now")
     assert_equal(spark, db, root, scratch_db)
+    later = DeltaTable.forPath(spark, pairs).history().where(f"version >= {versions}").collect()
+    changed = [
+        m.operationMetrics.get(k, "0")
+        for m in later
+        for k in ("numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted")
+    ]
+    assert set(changed) <= {"0"}  # the batch ran again to no effect

@@ -1,5 +1,6 @@
 """Change events built by hand, in the exact JSON form the streamer writes (Connect
-schema included), for merge tests that need late, duplicate or shuffled delivery."""
+schema included, compact JSON), for merge tests that need late, duplicate or shuffled
+delivery."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ FIELDS = [
 SOURCE = struct(
     "source", [field("int64", "ts_ms"), field("string", "db"), field("string", "table")], field_name="source"
 )
+
+
+def dumps(value: Any) -> str:
+    """JSON as the streamer writes it: compact, keys in the order given."""
+    return json.dumps(value, separators=(",", ":"))
 
 
 def decimal_bytes(unscaled: int) -> str:
@@ -67,12 +73,12 @@ def event(
         },
     }
     key = {"schema": key_schema(TOPIC, [fields[0]]), "payload": {"id": image["id"]}}
-    return {"topic": TOPIC, "key": json.dumps(key), "value": json.dumps(value)}
+    return {"topic": TOPIC, "key": dumps(key), "value": dumps(value)}
 
 
 def tombstone(id_: int) -> dict[str, Any]:
     key = {"schema": key_schema(TOPIC, [FIELDS[0]]), "payload": {"id": id_}}
-    return {"topic": TOPIC, "key": json.dumps(key), "value": None}
+    return {"topic": TOPIC, "key": dumps(key), "value": None}
 
 
 def transaction(status: str, rank: int, counts: dict[str, int] | None = None) -> dict[str, Any]:
@@ -80,4 +86,4 @@ def transaction(status: str, rank: int, counts: dict[str, int] | None = None) ->
     value = {"status": status, "id": f"0-1-{rank}", "event_count": sum((counts or {}).values()) or None,
              "data_collections": [{"data_collection": d, "event_count": n} for d, n in (counts or {}).items()]
              if status == "END" else None, "ts_ms": 1}  # fmt: skip
-    return {"topic": "tm.transaction", "key": json.dumps({"id": f"0-1-{rank}"}), "value": json.dumps(value)}
+    return {"topic": "tm.transaction", "key": dumps({"id": f"0-1-{rank}"}), "value": dumps(value)}

@@ -156,9 +156,9 @@ def merge_parsed(
         keys = changes.key_columns if changes else released[name][0].key_columns
         stored = table_schema(spark, path)
         like = rows.schema if rows is not None else stored
-        for release in released.get(name, []):
-            window = release_rows(spark, release, like)
-            rows = window if rows is None else rows.unionByName(window, allowMissingColumns=True)
+        if name in released:
+            windows = release_rows(spark, released[name], like)
+            rows = windows if rows is None else rows.unionByName(windows, allowMissingColumns=True)
         assert rows is not None
         # Every table is checked before any is merged: a refused change applies nothing.
         widen = stored is not None and evolution.check(name, stored, rows.schema)

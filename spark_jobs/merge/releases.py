@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -53,29 +54,60 @@ def parse_release(value: str) -> Release:
         raise TidemarkError(f"a snapshot release record is incomplete ({exc!r}): {value[:300]}") from None
 
 
-def release_rows(spark: SparkSession, release: Release, like: T.StructType | None) -> DataFrame:
-    """The window's staged rows minus its excluded keys, with the bookkeeping of a
-    snapshot read at the HW's order key; columns cast to `like` (the table's types) where
-    it has them."""
-    staged = spark.read.parquet(release.staged)
+def path_part(staged: str) -> str:
+    """The path of a staged file or folder without scheme or bucket, as it ends every
+    `_metadata.file_path` Spark reads from it, whatever form it was written in."""
+    return (urlparse(staged).path or staged).rstrip("/")
+
+
+def release_rows(spark: SparkSession, releases: list[Release], like: T.StructType | None) -> DataFrame:
+    """The staged rows of one table's released windows minus each window's excluded keys,
+    with the bookkeeping of a snapshot read at its window's HW order key; columns cast to
+    `like` (the table's types) where it has them. One scan of all the staged files, each
+    row tagged with its window through the file it came from (a union of one frame per
+    window is both slower and, with Spark 4.2's optimizer, wrong: it cast columns of one
+    child to another's types)."""
+    paths = [path_part(r.staged) for r in releases]
+    staged = spark.read.parquet(*[r.staged for r in releases])
+    columns = staged.columns
     types = {f.name: f.dataType for f in like.fields} if like is not None else {}
     staged = staged.select(
-        *[F.col(f"`{c}`").cast(types[c]).alias(c) if c in types else F.col(f"`{c}`") for c in staged.columns]
+        *[F.col(f"`{c}`").cast(types[c]).alias(c) if c in types else F.col(f"`{c}`") for c in columns],
+        F.col("_metadata.file_path").alias("_path"),
     )
-    if release.excluded_keys:
-        key_types = T.StructType([staged.schema[k] for k in release.key_columns])
-        excluded = spark.createDataFrame(
-            [tuple(k[c] for c in release.key_columns) for k in release.excluded_keys], key_types
+    windows = spark.createDataFrame(
+        [(p, *r.order, r.txn_id, r.ts_ms) for p, r in zip(paths, releases, strict=True)],
+        "_file STRING, _cdc_epoch BIGINT, _cdc_rank BIGINT, _cdc_total_order BIGINT, _cdc_txn_id STRING, _ts BIGINT",
+    )
+    # A row's window: the release whose staged file it was read from, or whose folder.
+    read_from = F.col("_path")
+    from_window = read_from.endswith(F.col("_file")) | read_from.contains(
+        F.concat(F.col("_file"), F.lit("/"))
+    )
+    tagged = staged.join(F.broadcast(windows), from_window).drop("_path")
+    key_columns = list(releases[0].key_columns)
+    excluded_rows = [
+        (p, *(k[c] for c in key_columns))
+        for p, r in zip(paths, releases, strict=True)
+        for k in r.excluded_keys
+    ]
+    if excluded_rows:
+        key_types = T.StructType(
+            [T.StructField("_excluded_file", T.StringType()), *[tagged.schema[k] for k in key_columns]]
         )
-        staged = staged.join(excluded, list(release.key_columns), "left_anti")
-    epoch, rank, total = release.order
-    return staged.select(
-        *[F.col(f"`{c}`") for c in staged.columns],
-        F.lit(epoch).cast("long").alias("_cdc_epoch"),
-        F.lit(rank).cast("long").alias("_cdc_rank"),
-        F.lit(total).cast("long").alias("_cdc_total_order"),
+        excluded = spark.createDataFrame(excluded_rows, key_types)
+        tagged = tagged.join(
+            F.broadcast(excluded),
+            [tagged["_file"] == excluded["_excluded_file"], *[tagged[k] == excluded[k] for k in key_columns]],
+            "left_anti",
+        )
+    return tagged.select(
+        *[F.col(f"`{c}`") for c in columns],
+        "_cdc_epoch",
+        "_cdc_rank",
+        "_cdc_total_order",
         F.lit("r").alias("_cdc_op"),
-        F.timestamp_millis(F.lit(release.ts_ms)).alias("_cdc_source_ts"),
-        F.lit(release.txn_id).alias("_cdc_txn_id"),
+        F.timestamp_millis(F.col("_ts")).alias("_cdc_source_ts"),
+        "_cdc_txn_id",
         F.lit(False).alias("_cdc_deleted"),
     )

@@ -286,6 +286,7 @@ def test_spark_chunk_job_writes_parallel_windows_released_exactly(
     import pyarrow.parquet as pq
 
     from spark_jobs.incremental_snapshot import main as chunk_job
+    from tests.support.lakehouse import merge_and_compare
     from tests.support.streamer import read_log
 
     db = admin(mariadb_admin_params, scratch_db)
@@ -340,6 +341,8 @@ def test_spark_chunk_job_writes_parallel_windows_released_exactly(
     assert all(r["transaction"]["transaction_rank"] > 0 and r["excluded_keys"] == [] for r in releases)
     staged = sorted(i for r in releases for i in pq.read_table(r["staged"]).column("id").to_pylist())
     assert staged == list(range(1, rows + 1))
+    # Into Delta: `t` from its op=r events, `lake` from the release records' staged files.
+    merge_and_compare(spark, c, mariadb_admin_params, scratch_db, ["t", "lake"], tmp_path)
 
 
 def test_blocking_snapshot_pauses_streaming_and_resumes(tmp_path, mariadb_admin_params, scratch_db):

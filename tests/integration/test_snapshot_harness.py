@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from tests.support.harness import RandomWriter, check, create_tables
+from tests.support.harness import TABLES, RandomWriter, check, create_tables
+from tests.support.lakehouse import merge_and_compare
 from tests.support.snapshots import (
     SIGNALS,
     caught_up,
@@ -53,7 +54,7 @@ def finish(connector, db, proc, writer):
 
 
 @pytest.mark.parametrize("mode", ["inprocess", "read-only"])
-def test_harness_with_five_kill_9_restarts(mode, tmp_path, mariadb_admin_params, scratch_db):
+def test_harness_with_five_kill_9_restarts(mode, tmp_path, mariadb_admin_params, scratch_db, spark):
     initial = create_tables(mariadb_admin_params, scratch_db, ROWS)
     db = admin(mariadb_admin_params, scratch_db)
     props = {"incremental.snapshot.chunk.size": 120}
@@ -85,6 +86,8 @@ def test_harness_with_five_kill_9_restarts(mode, tmp_path, mariadb_admin_params,
     reads = check(c, mariadb_admin_params, scratch_db, initial, writer)
     assert all(reads.values()), reads
     assert writer.changes > 200
+    # The same stream, duplicates of the restarts included, merged into Delta: the source.
+    merge_and_compare(spark, c, mariadb_admin_params, scratch_db, [t.name for t in TABLES], tmp_path)
 
 
 def test_harness_with_the_spark_reader_killed_mid_run(tmp_path, mariadb_admin_params, scratch_db):

@@ -34,12 +34,40 @@ from spark_jobs.merge import connect_types
 RECORDS = "topic STRING, key STRING, value STRING"
 _OPEN, _CUT = '{"schema":', ',"payload":'
 _WRAPPED = "schema STRING, payload STRING"
-PAYLOAD = T._parse_datatype_string(
-    "op STRING, source STRUCT<ts_ms: BIGINT, db: STRING, `table`: STRING>, "
-    "transaction STRUCT<id: STRING, total_order: BIGINT, transaction_epoch: BIGINT, transaction_rank: BIGINT>, "
-    "status STRING, id STRING, "
-    "data_collections ARRAY<STRUCT<data_collection: STRING, event_count: BIGINT>>, "
-    "data_collection STRING"
+_TRANSACTION = T.StructType(
+    [
+        T.StructField("id", T.StringType()),
+        T.StructField("total_order", T.LongType()),
+        T.StructField("transaction_epoch", T.LongType()),
+        T.StructField("transaction_rank", T.LongType()),
+    ]
+)
+_COUNTS = T.ArrayType(
+    T.StructType(
+        [T.StructField("data_collection", T.StringType()), T.StructField("event_count", T.LongType())]
+    )
+)
+# Built as types, not parsed from DDL text: parsing needs a running SparkContext, and this
+# module is imported before the job builds its session.
+PAYLOAD = T.StructType(
+    [
+        T.StructField("op", T.StringType()),
+        T.StructField(
+            "source",
+            T.StructType(
+                [
+                    T.StructField("ts_ms", T.LongType()),
+                    T.StructField("db", T.StringType()),
+                    T.StructField("table", T.StringType()),
+                ]
+            ),
+        ),
+        T.StructField("transaction", _TRANSACTION),
+        T.StructField("status", T.StringType()),
+        T.StructField("id", T.StringType()),
+        T.StructField("data_collections", _COUNTS),
+        T.StructField("data_collection", T.StringType()),
+    ]
 )
 
 

@@ -50,6 +50,11 @@ def data_topics(prefix: str) -> str:
     return rf"{re.escape(prefix)}\.([^.]+\.[^.]+|snapshot_releases|transaction)"
 
 
+def boundary_topics(prefix: str) -> set[str]:
+    """The topics whose records carry no row: transaction BEGIN/END and snapshot releases."""
+    return {f"{prefix}.transaction", f"{prefix}.snapshot_releases"}
+
+
 def apply_batch(
     spark: SparkSession,
     records: DataFrame,
@@ -86,8 +91,7 @@ def apply_aligned(
             positions = {"upto": upto, "merged": merged}
             topics = {f"{prefix}.{table}" for table in merged}
             # A table without merged transactions may still have events without one.
-            boundaries = {f"{prefix}.transaction", f"{prefix}.snapshot_releases"}
-            unsure = [t for t in shapes.by_topic if t not in topics | boundaries]
+            unsure = [t for t in shapes.by_topic if t not in topics | boundary_topics(prefix)]
             if unsure:
                 present = split.now.where(F.col("topic").isin(unsure) & F.col("payload").isNotNull())
                 topics |= {r.topic for r in present.select("topic").distinct().collect()}
@@ -107,10 +111,9 @@ def parsed_batch(records: DataFrame, prefix: str) -> Iterator[tuple[DataFrame, S
     """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes;
     cut again the slow way if the fast cut went wrong. Records that are not JSON events
     fail the batch before anything is merged."""
-    not_rows = {f"{prefix}.transaction", f"{prefix}.snapshot_releases"}
     for fast in (True, False):
         cuts = cut(records, fast).persist()
-        shapes = collect_shapes(cuts, fast, not_rows)
+        shapes = collect_shapes(cuts, fast, boundary_topics(prefix))
         if not shapes.cut_wrong:
             break
         cuts.unpersist()
@@ -146,7 +149,7 @@ def merge_parsed(
     ):
         release = parse_release(row.payload)
         released.setdefault(release.data_collection, []).append(release)
-    tables = topics - {releases_topic, f"{prefix}.transaction"}
+    tables = topics - boundary_topics(prefix)
     events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
     plans = []
     for name in sorted(set(events) | set(released)):

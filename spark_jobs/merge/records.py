@@ -79,55 +79,31 @@ def _head() -> Column:
     return F.when(shaped & (F.octet_length(head) < F.octet_length(value)), head)
 
 
-def _identified(records: DataFrame, fast: bool) -> DataFrame:
-    """`records` with `schema_id` (the hash of the schema's text) and, for the slow way,
-    `_wrapped` (the parsed wrapper); for the fast way `_head`, found once (a projection
-    of its own) for the later cut."""
-    wrapped = F.from_json("value", _WRAPPED)
-    if not fast:
-        return records.select("*", wrapped.alias("_wrapped")).withColumn(
-            "schema_id", F.xxhash64(F.col("_wrapped.schema"))
-        )
-    headed = records.select("*", _head().alias("_head"))
-    # The schema's bytes after `{"schema":` hash as its text does on the slow way.
-    schema_bytes = F.expr(f"substring(CAST(_head AS BINARY), {len(_OPEN) + 1})")
-    schema_id = F.when(F.col("_head").isNotNull(), F.xxhash64(schema_bytes)).otherwise(
-        F.xxhash64(wrapped["schema"])
-    )
-    return headed.withColumn("schema_id", schema_id)
-
-
-def schema_text(fast: bool) -> Column:
-    """The schema's JSON text, on a frame from `_identified` (null without a schema)."""
-    slow = F.from_json("value", _WRAPPED)["schema"]
-    if not fast:
-        return F.col("_wrapped.schema")
-    text = F.expr(f"CAST(substring(CAST(_head AS BINARY), {len(_OPEN) + 1}) AS STRING)")
-    return F.when(F.col("_head").isNotNull(), text).otherwise(slow)
-
-
 def cut(records: DataFrame, fast: bool = True) -> DataFrame:
     """`topic, key, schema, schema_id, payload` per record of `topic, key, value`
     (`payload` null for a tombstone)."""
-    identified = _identified(records, fast)
-    value = F.col("value")
-    if not fast:
-        wrapped = F.col("_wrapped")
-        payload = F.when(wrapped["payload"].isNotNull(), wrapped["payload"]).otherwise(value)
-        return identified.select(
-            "topic", "key", schema_text(fast).alias("schema"), "schema_id", payload.alias("payload")
-        )
-    wrapped = F.from_json(value, _WRAPPED)
-    slow_payload = F.when(wrapped["payload"].isNotNull(), wrapped["payload"]).otherwise(value)
-    # The payload is cut by byte offsets on the binary form (a string's substring counts
-    # characters from the start); the slow way sits in a CASE branch, evaluated only for
-    # records that need it.
-    start = F.octet_length("_head") + len(_CUT) + 1
-    rest = F.expr("substring(CAST(value AS BINARY), _start, octet_length(value) - _start)")
-    payload = F.when(F.col("_head").isNotNull(), rest.cast("string")).otherwise(slow_payload)
-    return identified.withColumn("_start", start).select(
-        "topic", "key", schema_text(fast).alias("schema"), "schema_id", payload.alias("payload")
+    # Each step is a projection of its own, so the head and the wrapper are found once per
+    # record; the wrapper is parsed only for records the fast cut does not take.
+    head = _head() if fast else F.lit(None).cast("string")
+    headed = records.select("topic", "key", "value", head.alias("_head"))
+    wrapped = F.when(F.col("_head").isNull(), F.from_json("value", _WRAPPED))
+    parsed = headed.select("*", wrapped.alias("_wrapped"))
+    fast_cut = F.col("_head").isNotNull()
+    schema = F.expr(f"CAST(substring(CAST(_head AS BINARY), {len(_OPEN) + 1}) AS STRING)")
+    # The payload is cut by byte offsets on the binary form: a string's substring counts
+    # characters from the start.
+    start = f"octet_length(_head) + {len(_CUT) + 1}"
+    rest = F.expr(
+        f"CAST(substring(CAST(value AS BINARY), {start}, octet_length(value) - ({start})) AS STRING)"
     )
+    slow_payload = F.coalesce(F.col("_wrapped.payload"), F.col("value"))
+    texts = parsed.select(
+        "topic",
+        "key",
+        F.when(fast_cut, schema).otherwise(F.col("_wrapped.schema")).alias("schema"),
+        F.when(fast_cut, rest).otherwise(slow_payload).alias("payload"),
+    )
+    return texts.select("topic", "key", "schema", F.xxhash64("schema").alias("schema_id"), "payload")
 
 
 def value_text(schemas: dict[int, str]) -> Column:
@@ -171,9 +147,9 @@ def collect_shapes(cuts: DataFrame, fast: bool, not_rows: set[str]) -> Shapes:
     """The distinct schemas per topic: their ids from `cuts` (one small aggregation), each
     one's text and a sample key from the first record that has it (`cuts` is cached: the
     repeated schema text costs little there, as Spark's in-memory columns keep a
-    dictionary of distinct values). A schema that is not
-    JSON after a fast cut means the cut was wrong (`Shapes.cut_wrong`). Records of
-    `not_rows` (transaction boundaries, releases) carry no row to parse."""
+    dictionary of distinct values). A schema that is not JSON after a fast cut means the
+    cut was wrong (`Shapes.cut_wrong`). Records of `not_rows` (transaction boundaries,
+    releases) carry no row to parse."""
     found = cuts.where(F.col("payload").isNotNull()).groupBy("topic", "schema_id").count().collect()
     by_topic: dict[str, list[Shape]] = {}
     for n, row in enumerate(sorted(found, key=lambda r: (r.topic, r.schema_id))):

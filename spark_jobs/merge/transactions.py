@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.hadoop_files import delete_tree, exists, subfolders
-from spark_jobs.merge.records import RECORDS
+from spark_jobs.merge.records import PAYLOAD, RECORDS
 
 
 @dataclass(frozen=True)
@@ -74,13 +74,12 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         F.when(is_txn, F.col("p.status")).alias("_status"),
     )
     block = F.col("p.transaction")
-    counts_type = parsed.schema["p"].dataType["data_collections"].dataType
     events = tagged.where(~is_txn & block["total_order"].isNotNull()).select(
         "_txn",
         F.struct(table.alias("table"), block["total_order"].alias("order")).alias("_seen"),
         block["transaction_epoch"].alias("_epoch"),
         block["transaction_rank"].alias("_rank"),
-        F.lit(None).cast(counts_type).alias("_counts"),
+        F.lit(None).cast(PAYLOAD["data_collections"].dataType).alias("_counts"),
     )
     ends = tagged.where(is_txn & (F.col("_status") == "END")).select(
         "_txn",

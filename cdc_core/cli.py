@@ -18,19 +18,27 @@ import orjson
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.errors import TidemarkError
 
+# Exit code of `tidemark stream` when another streamer holds the connector's lease, so a
+# supervisor can tell "already running" from a crash.
+LEASE_HELD = 3
+
 
 def _load(path: str) -> ConnectorConfig:
     return load_config(Path(path))
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
-    from cdc_core.pipeline.streamer import Streamer
+    from cdc_core.pipeline.streamer import LeaseError, Streamer
 
     config = _load(args.config)
     show = args.status_line == "always" or (args.status_line == "auto" and sys.stderr.isatty())
     streamer = Streamer(config, status_line=show)
     streamer.install_signal_handlers()
-    code = streamer.run(max_seconds=args.max_seconds, stop_when_idle=args.stop_when_idle)
+    try:
+        code = streamer.run(max_seconds=args.max_seconds, stop_when_idle=args.stop_when_idle)
+    except LeaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return LEASE_HELD
     if streamer.status_line:
         sys.stderr.write("\n")
     logging.getLogger("tidemark").info(

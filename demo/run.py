@@ -40,13 +40,13 @@ def demo_config(sink: str) -> tuple[ConnectorConfig, dict[str, Any]]:
         overrides["sink.kafka.bootstrap.servers"] = os.environ.get(
             "TIDEMARK_KAFKA_BOOTSTRAP", "127.0.0.1:9092"
         )
-    return load_config(ROOT / "demo" / "connector.yaml", overrides=overrides), overrides
+    return load_config(ROOT / "connectors" / "demo.yaml", overrides=overrides), overrides
 
 
 def write_effective_config(overrides: dict[str, Any]) -> Path:
     import yaml
 
-    base = yaml.safe_load((ROOT / "demo" / "connector.yaml").read_text())
+    base = yaml.safe_load((ROOT / "connectors" / "demo.yaml").read_text())
     path = ROOT / ".local" / "demo" / "connector.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump({**base, **overrides}, sort_keys=False))

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from cdc_core.config.common import COMMON_PROPERTIES
+from cdc_core.config.orchestration import ORCHESTRATION_PROPERTIES
 from cdc_core.config.properties import Property
 from cdc_core.connectors.mysql.connector import PROPERTIES as MYSQL_PROPERTIES
 
@@ -34,7 +35,11 @@ def _default(prop: Property) -> str:
 
 def table() -> str:
     lines = []
-    for title, props in (("Common", COMMON_PROPERTIES), ("MySQL/MariaDB connector", MYSQL_PROPERTIES)):
+    for title, props in (
+        ("Common", COMMON_PROPERTIES),
+        ("MySQL/MariaDB connector", MYSQL_PROPERTIES),
+        ("Airflow and lakehouse", ORCHESTRATION_PROPERTIES),
+    ):
         lines += [f"**{title}**", "", "| property | default | meaning |", "|---|---|---|"]
         for prop in props:
             meaning = prop.description.replace("|", "\\|")

@@ -23,6 +23,7 @@ import base64
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -64,6 +65,8 @@ ADMIN_USER = "tidemark_admin"  # creates schemas and workloads in tests and the 
 ADMIN_PASSWORD_ENV = "TIDEMARK_ADMIN_PASSWORD"
 ADMIN_PASSWORD_DEFAULT = "tidemark-admin-dev"
 CONTROL_DB = "tidemark"
+# The demo connector's Airflow connection (airflow.conn.id tidemark_demo_mariadb).
+DEMO_SOURCE_CONN_ENV = "AIRFLOW_CONN_TIDEMARK_DEMO_MARIADB"
 SIGNAL_TABLE = "debezium_signal"
 
 
@@ -94,6 +97,19 @@ def environment() -> dict[str, str]:
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(PORTS.airflow),
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(airflow_home / "logs"),
+        # Airflow connections of the local stack: the demo connector's source (its
+        # password is masked in task logs) and Spark in local mode for the jobs.
+        DEMO_SOURCE_CONN_ENV: json.dumps(
+            {
+                "conn_type": "mysql",
+                "host": "127.0.0.1",
+                "port": PORTS.mariadb,
+                "login": CDC_USER,
+                "password": os.environ.get(CDC_PASSWORD_ENV, CDC_PASSWORD_DEFAULT),
+            }
+        ),
+        "AIRFLOW_CONN_TIDEMARK_SPARK": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+        "TIDEMARK_CONNECTORS_DIR": os.environ.get("TIDEMARK_CONNECTORS_DIR", str(ROOT / "connectors")),
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(ROOT), str(ROOT / "plugins"), os.environ.get("PYTHONPATH", "")) if p
         ),
@@ -703,8 +719,8 @@ def main(argv: list[str]) -> int:
             return status()
         if verb == "env":
             for k, v in environment().items():
-                shown = "***" if k in (CDC_PASSWORD_ENV, ADMIN_PASSWORD_ENV) else v  # never print a secret
-                print(f"export {k}={shown}")
+                secret = k in (CDC_PASSWORD_ENV, ADMIN_PASSWORD_ENV, DEMO_SOURCE_CONN_ENV)
+                print(f"export {k}={'***' if secret else shlex.quote(v)}")  # never print a secret
             return 0
         if verb == "run":
             if "--" not in rest:

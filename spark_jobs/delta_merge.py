@@ -313,14 +313,42 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(args.config)
     options = MergeOptions.from_args(args.scd2, args.partition_by, args.cluster_by)
-    spark = build_session("tidemark-delta-merge", args.master)
-    if config.get("sink.type") == "kafka":
-        run_kafka(spark, config, args.delta_root, args.checkpoint, args.trigger, options)
-    else:
-        if args.trigger != "available-now":
-            raise SystemExit("the embedded event log is merged in available-now runs only")
-        run_local(spark, config, args.delta_root, args.checkpoint, options)
+    if config.get("sink.type") != "kafka" and args.trigger != "available-now":
+        raise SystemExit("the embedded event log is merged in available-now runs only")
+    with merge_lease(args.checkpoint):
+        spark = build_session("tidemark-delta-merge", args.master)
+        if config.get("sink.type") == "kafka":
+            run_kafka(spark, config, args.delta_root, args.checkpoint, args.trigger, options)
+        else:
+            run_local(spark, config, args.delta_root, args.checkpoint, options)
     return 0
+
+
+@contextmanager
+def merge_lease(checkpoint: str, wait_seconds: float = 3600) -> Iterator[None]:
+    """One merge per checkpoint at a time (a scheduled merge and a snapshot's merge may
+    start together): the second waits for the first. A remote checkpoint relies on the
+    scheduler running one merge per connector."""
+    if "://" in checkpoint and not checkpoint.startswith("file:"):
+        yield
+        return
+    from cdc_core.pipeline.streamer import Lease, LeaseError
+
+    path = Path(checkpoint.removeprefix("file:")) / "merge.lock"
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            lease = Lease(path)
+            break
+        except LeaseError:
+            if time.monotonic() > deadline:
+                raise
+            log.info("another merge holds %s; waiting", path)
+            time.sleep(2)
+    try:
+        yield
+    finally:
+        lease.release()
 
 
 if __name__ == "__main__":

@@ -40,22 +40,19 @@ from itertools import groupby, pairwise
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
-from cdc_core.connectors.mysql import jdbc, server
+from cdc_core.connectors.mysql import jdbc, server, snapshot_request
 from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource, table_name
-from cdc_core.connectors.mysql.ddl import parse_create_table
 from cdc_core.errors import TidemarkError
-from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.actions import (
     WINDOW_CLOSE,
     WINDOW_OPEN,
     ExecuteSnapshot,
     RawSignal,
-    matching_tables,
     parse_signal,
 )
 from cdc_core.signals.conditions import parse_condition
-from cdc_core.snapshot.chunks import ChunkPlan, snapshot_key
+from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import decode_key, encode_key
 from cdc_core.snapshot.staging import filesystem_for, write_parquet
@@ -81,9 +78,7 @@ def read_signal(source: MySqlChunkSource, signal_table: str, signal_id: str) -> 
 
 
 def table_schema(source: MySqlChunkSource, table: TableId) -> TableSchema:
-    return parse_create_table(
-        server.show_create_table(source.conn, table.database, table.table), table.database
-    )
+    return snapshot_request.table_schema(source.conn, table)
 
 
 def plan_windows(
@@ -91,20 +86,10 @@ def plan_windows(
 ) -> list[dict[str, Any]]:
     """Every window of every table: the same validation as the streamer, then boundaries
     from the database in one pass per table."""
-    captured = TableFilter(config)
-    rules = ColumnRules(config)
-    tables, problems = matching_tables(
-        action.collections, [TableId(*t) for t in server.list_tables(source.conn)], captured.captures
-    )
-    if problems:
-        raise TidemarkError("; ".join(problems))
     windows: list[dict[str, Any]] = []
-    for table in tables:
-        schema = table_schema(source, table)
-        key = snapshot_key(schema, action.surrogate_key, rules.key_for(schema))
-        text = action.condition_for(table)
-        condition = parse_condition(text, schema.column_names) if text else None
-        plan = ChunkPlan(schema, key, condition)
+    for requested in snapshot_request.requested_tables(config, source.conn, action):
+        table, key, text = requested.table, requested.key, requested.condition_text
+        plan = ChunkPlan(requested.schema, key, requested.condition)
         bounds: list[Any] = [
             None,
             *source.boundaries(plan, chunk_size),

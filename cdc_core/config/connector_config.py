@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from cdc_core.config.common import COMMON_PROPERTIES
+from cdc_core.config.orchestration import ORCHESTRATION_PROPERTIES
 from cdc_core.config.properties import Property
 from cdc_core.errors import ConfigError
 
@@ -86,11 +87,16 @@ class ConnectorConfig:
         return self.values["topic.prefix"]
 
     def state_directory(self, project_root: Path | None = None) -> Path:
-        configured = self.values.get("state.directory")
+        return Path(self.location("state.directory", "state", project_root))
+
+    def location(self, name: str, folder: str, project_root: Path | None = None) -> str:
+        """The location property `name`, or `<project>/.local/<folder>/<connector name>`:
+        every connector's files have a working default on a developer machine."""
+        configured = self.values.get(name)
         if configured:
-            return Path(configured)
+            return str(configured)
         root = project_root or Path(os.environ.get("TIDEMARK_ROOT", Path.cwd()))
-        return root / ".local" / "state" / self.name
+        return str(root / ".local" / folder / self.name)
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -194,4 +200,6 @@ def load_config(
         if not cls:
             raise ConfigError("connector.class", "is required")
         connector_properties = connector_module(str(cls)).PROPERTIES
-    return validate(raw, COMMON_PROPERTIES + connector_properties, secrets, environ, str(path))
+    return validate(
+        raw, COMMON_PROPERTIES + ORCHESTRATION_PROPERTIES + connector_properties, secrets, environ, str(path)
+    )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
+from cdc_core.errors import ConfigError
 from cdc_core.schema.history import SchemaHistory
+from cdc_core.signals.actions import ExecuteSnapshot, SignalError
 
 if TYPE_CHECKING:
     from cdc_core.connectors.mysql.binlog_source import BinlogSource
@@ -56,3 +58,43 @@ def create_source(config: ConnectorConfig, history: SchemaHistory) -> BinlogSour
     from cdc_core.connectors.mysql.binlog_source import BinlogSource
 
     return BinlogSource(config, history)
+
+
+def connect(config: ConnectorConfig) -> Any:
+    """A plain connection to the source, as the connector's user."""
+    from cdc_core.connectors.mysql import server
+
+    return server.connect(server.connection_params(config))
+
+
+def check_snapshot_request(config: ConnectorConfig, action: ExecuteSnapshot) -> list[dict[str, Any]]:
+    """The tables, keys and filters an execute-snapshot request will read (see
+    `snapshot_request`); raises what the streamer would refuse it for."""
+    from cdc_core.connectors.mysql.snapshot_request import check_snapshot_request as check
+
+    return check(config, action)
+
+
+def send_signal(config: ConnectorConfig, signal_id: str, kind: str, data: dict[str, Any]) -> None:
+    """Insert a signal into the connector's signal table (Debezium's source channel)."""
+    import orjson
+
+    from cdc_core.connectors.mysql.chunk_reader import MAX_SIGNAL_DATA, table_name
+    from cdc_core.schema.model import TableId
+
+    table = config.get("signal.data.collection")
+    if not table:
+        raise ConfigError("signal.data.collection", "is needed to send signals through the source")
+    text = orjson.dumps(data).decode()
+    if len(text) > MAX_SIGNAL_DATA:
+        raise SignalError(f"signal data is {len(text)} characters; the signal table holds {MAX_SIGNAL_DATA}")
+    conn = connect(config)
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {table_name(TableId.parse(table))} (id, type, data) VALUES (%s, %s, %s)",
+                (signal_id, kind, text),
+            )
+        conn.commit()
+    finally:
+        conn.close()

@@ -1,0 +1,130 @@
+"""Properties the Airflow DAGs and the Delta merge read from a connector's file.
+
+They sit next to the capture settings so one file describes a connector end to end: the
+DAGs are generated from these files (dags/), and nothing about a connector is configured
+in two places. The streamer itself ignores them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cdc_core.config.properties import Property
+
+_TABLE_COLUMN = re.compile(r"[^.:\s]+\.[^.:\s]+:[^.:\s]+")
+
+
+def _backfill_tables(value: list[str]) -> str | None:
+    bad = [v for v in value if not _TABLE_COLUMN.fullmatch(v)]
+    if bad:
+        return f"expected 'db.table:timestamp_column' entries, got {bad}"
+    return None
+
+
+def _conn_id(value: str) -> str | None:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
+        return "an Airflow connection id has only letters, digits, '_', '.' and '-'"
+    return None
+
+
+ORCHESTRATION_PROPERTIES: list[Property] = [
+    Property(
+        "airflow.conn.id",
+        "str",
+        check=_conn_id,
+        description="Airflow connection holding the source's login and password (host and port too, when "
+        "set). Without it the password comes from `database.password.env`.",
+    ),
+    Property(
+        "airflow.spark.conn.id",
+        "str",
+        default="tidemark_spark",
+        check=_conn_id,
+        description="Airflow Spark connection the chunk, merge and housekeeping jobs are submitted with.",
+    ),
+    Property(
+        "airflow.streamer.interval.minutes",
+        "int",
+        default=10,
+        minimum=1,
+        description="The streamer DAG's schedule: each run supervises the streamer this long (restarting "
+        "it after a crash), then the next run takes over from the committed offsets.",
+    ),
+    Property(
+        "airflow.streamer.restarts",
+        "int",
+        default=3,
+        minimum=0,
+        description="Restarts of a crashed streamer within one run before the task fails (and alerts).",
+    ),
+    Property(
+        "airflow.streamer.max.lag.seconds",
+        "int",
+        default=300,
+        minimum=1,
+        description="The health check fails (and alerts) when the streamer is further behind the source.",
+    ),
+    Property(
+        "airflow.snapshot.timeout.minutes",
+        "int",
+        default=120,
+        minimum=1,
+        description="How long a snapshot DAG run waits for every window to be released.",
+    ),
+    Property(
+        "airflow.backfill.tables",
+        "list",
+        default=[],
+        check=_backfill_tables,
+        description="`db.table:column` entries: the backfill DAG re-snapshots each run's data interval of the "
+        "table, selected on that timestamp column.",
+    ),
+    Property(
+        "airflow.backfill.schedule",
+        "str",
+        default="@daily",
+        description="The backfill DAG's schedule (cron or preset); its data intervals are what each run re-reads.",
+    ),
+    Property(
+        "airflow.backfill.start.date",
+        "str",
+        default="2026-01-01",
+        description="First data interval of the backfill DAG (ISO date).",
+    ),
+    Property(
+        "airflow.merge.schedule",
+        "str",
+        default="*/15 * * * *",
+        description="The merge DAG's schedule for this connector (cron or preset).",
+    ),
+    Property(
+        "lakehouse.delta.root",
+        "str",
+        description="Folder of this connector's Delta tables, a path or `s3a://` "
+        "(default `.local/delta/<name>`).",
+    ),
+    Property(
+        "lakehouse.merge.checkpoint",
+        "str",
+        description="The merge's checkpoint folder (default `.local/merge/<name>`).",
+    ),
+    Property(
+        "lakehouse.snapshot.staging",
+        "str",
+        description="Where the Spark chunk job stages windows (default `.local/staging/<name>`).",
+    ),
+    Property(
+        "lakehouse.tombstone.retention.hours",
+        "int",
+        default=168,
+        minimum=0,
+        description="Housekeeping removes tombstones older than this; must exceed any delivery delay.",
+    ),
+    Property(
+        "lakehouse.vacuum.retention.hours",
+        "int",
+        default=168,
+        minimum=0,
+        description="Housekeeping VACUUMs files no longer referenced for this long.",
+    ),
+]

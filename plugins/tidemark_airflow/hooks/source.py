@@ -1,0 +1,93 @@
+"""A connector's source database, with its credentials from an Airflow connection."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from cdc_core.config.connector_config import ConnectorConfig
+from tidemark_airflow import connectors
+
+
+class TidemarkSourceHook(BaseHook):
+    """Loads a connector's configuration with the password of its Airflow connection
+    (`airflow.conn.id`): the login, host and port of the connection, when set, win over
+    the file. Fetching the connection registers its password with Airflow's secrets
+    masker, so it shows as *** in every task log; child processes get it only through
+    their environment, never on a command line."""
+
+    conn_name_attr = "tidemark_conn_id"
+    hook_name = "Tidemark source"
+
+    def __init__(self, connector: str) -> None:
+        super().__init__()
+        self.connector = connector
+        self._config: ConnectorConfig | None = None
+
+    def config(self) -> ConnectorConfig:
+        if self._config is None:
+            plain = connectors.load(self.connector)
+            conn_id = plain.get("airflow.conn.id")
+            if not conn_id:
+                self._config = plain
+            else:
+                conn = self.get_connection(conn_id)
+                overrides = {
+                    key: value
+                    for key, value in (
+                        ("database.hostname", conn.host),
+                        ("database.port", conn.port),
+                        ("database.user", conn.login),
+                    )
+                    if value
+                }
+                secrets = {"database.password": conn.password} if conn.password else {}
+                self._config = connectors.load(self.connector, secrets, overrides)
+        return self._config
+
+    def child_env(self) -> dict[str, str]:
+        """Environment for a child process (streamer, Spark job) of this connector: the
+        password under the variable the connector names, and the connection's overrides."""
+        config = self.config()
+        env = {"TIDEMARK_CONNECTORS_DIR": str(connectors.connectors_dir())}
+        secret = config.secret("database.password")
+        if secret is not None:
+            env[config.get("database.password.env")] = secret.reveal()
+        return env
+
+    def config_file(self) -> str:
+        """The connector file children (streamer, Spark jobs) load: the connector's own
+        file, or, when the Airflow connection changes host, port or login, a copy with
+        those values written into its state folder. Never holds the password."""
+        import yaml
+
+        config, path = self.config(), connectors.connector_file(self.connector)
+        changed = {
+            key: config.get(key)
+            for key in ("database.hostname", "database.port", "database.user")
+            if key in config.values and config.get(key) != connectors.load(self.connector).get(key)
+        }
+        if not changed:
+            return str(path)
+        effective = config.state_directory() / "airflow-connector.yaml"
+        effective.parent.mkdir(parents=True, exist_ok=True)
+        data = {**(yaml.safe_load(path.read_text()) or {}), **changed}
+        tmp = effective.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump(data, sort_keys=False))
+        os.replace(tmp, effective)
+        return str(effective)
+
+    def get_conn(self) -> Any:
+        from cdc_core.connectors.registry import connector_module
+
+        config = self.config()
+        return connector_module(config.get("connector.class")).connect(config)
+
+    def test_connection(self) -> tuple[bool, str]:
+        try:
+            self.get_conn().close()
+        except Exception as exc:  # the UI's "test connection" shows the reason
+            return False, str(exc)
+        return True, "connected"

@@ -1,0 +1,73 @@
+"""Deferrable wait for a snapshot: fires when every window of the snapshot a signal
+started has been released by the streamer (as recorded in its committed offsets).
+
+Importable by the triggerer from the plugins folder (outside the DAG bundle).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from tidemark_airflow.hooks import state
+
+
+class SnapshotReleasedTrigger(BaseTrigger):
+    def __init__(
+        self, config_file: str, signal_id: str, timeout_seconds: float, poll_seconds: float = 2.0
+    ) -> None:
+        super().__init__()
+        self.config_file, self.signal_id = config_file, signal_id
+        self.timeout_seconds, self.poll_seconds = timeout_seconds, poll_seconds
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "config_file": self.config_file,
+                "signal_id": self.signal_id,
+                "timeout_seconds": self.timeout_seconds,
+                "poll_seconds": self.poll_seconds,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        deadline = time.monotonic() + self.timeout_seconds
+        last: dict[str, Any] | None = None
+        while True:
+            try:
+                doc = await asyncio.to_thread(state.status_of_file, self.config_file)
+            except (
+                Exception
+            ) as exc:  # a state the trigger cannot read is the task's failure, not the triggerer's
+                yield TriggerEvent({"status": "error", "signal_id": self.signal_id, "message": str(exc)})
+                return
+            where, snap = state.snapshot_progress(doc, self.signal_id)
+            if where == "finished":
+                yield TriggerEvent({"status": "released", "signal_id": self.signal_id, "snapshot": snap})
+                return
+            if snap is not None and snap != last:
+                self.log.info("snapshot %s: %s", self.signal_id, describe(snap))
+                last = snap
+            if time.monotonic() > deadline:
+                yield TriggerEvent(
+                    {
+                        "status": "timeout",
+                        "signal_id": self.signal_id,
+                        "message": f"snapshot of signal {self.signal_id} not released after "
+                        f"{self.timeout_seconds:.0f}s ({'not started: is the streamer running?' if snap is None else describe(snap)})",
+                    }
+                )
+                return
+            await asyncio.sleep(self.poll_seconds)
+
+
+def describe(snap: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{t['table']} {t.get('windows_done', 0)}/{t.get('windows_total') or '?'} windows"
+        for t in snap.get("tables", [])
+    )

@@ -1,0 +1,50 @@
+"""Deferrable health check of a streamer: fires once the streamer reports running within
+its lag bound, or with the reason when it does not within the timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from tidemark_airflow.hooks import state
+
+
+class StreamerHealthTrigger(BaseTrigger):
+    def __init__(
+        self, config_file: str, max_lag_seconds: float, timeout_seconds: float, poll_seconds: float = 2.0
+    ) -> None:
+        super().__init__()
+        self.config_file = config_file
+        self.max_lag_seconds, self.timeout_seconds, self.poll_seconds = (
+            max_lag_seconds,
+            timeout_seconds,
+            poll_seconds,
+        )
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "config_file": self.config_file,
+                "max_lag_seconds": self.max_lag_seconds,
+                "timeout_seconds": self.timeout_seconds,
+                "poll_seconds": self.poll_seconds,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        deadline = time.monotonic() + self.timeout_seconds
+        while True:
+            try:
+                doc = await asyncio.to_thread(state.status_of_file, self.config_file)
+                health = state.streamer_health(doc, self.max_lag_seconds)
+            except Exception as exc:
+                health = {"healthy": False, "problems": [f"cannot read the streamer's state: {exc}"]}
+            if health["healthy"] or time.monotonic() > deadline:
+                yield TriggerEvent(health)
+                return
+            await asyncio.sleep(self.poll_seconds)

@@ -12,7 +12,7 @@ from airflow.sdk.bases.operator import BaseOperator
 from tidemark_airflow import connectors
 from tidemark_airflow.alerts import connector_failure_callback
 from tidemark_airflow.delta_log import last_commit
-from tidemark_airflow.operators.signal import SendSignalOperator
+from tidemark_airflow.operators.signals import SendSignalOperator
 from tidemark_airflow.operators.spark_jobs import (
     TidemarkSparkJobOperator,
     chunk_job_args,

@@ -26,6 +26,7 @@ from tests.support.snapshots import (
     cleanup,
     finished,
     ids,
+    seed,
     send_signal,
     status,
     wait_finished,
@@ -60,13 +61,6 @@ class Writer(threading.Thread):
                     cur.execute("INSERT INTO t VALUES (%s, 0, 'new')", (self.next_id,))
                 self.changes += 1
                 time.sleep(0.002)
-
-
-def seed(cur, name: str, rows: int, note=None) -> None:
-    """Table `name` (id, v, note) with ids 1..rows at version 0."""
-    cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
-    notes = (lambda i: f"row {i}") if note is None else note if callable(note) else (lambda _i: note)
-    cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, %s)", [(i, notes(i)) for i in range(1, rows + 1)])
 
 
 def wind_down(connector, db, proc, writer) -> None:

@@ -14,10 +14,18 @@ def merge_and_compare(
     """Run the Delta merge over the embedded log (one available-now batch) and assert each
     table's live rows equal the source's, column for column."""
     from spark_jobs.delta_merge import run_local
-    from spark_jobs.merge.delta_apply import live_rows
 
     root, checkpoint = tmp_path / "delta", tmp_path / "merge-checkpoint"
     run_local(spark, connector.config(), str(root), str(checkpoint))
+    assert_delta_equals_source(spark, str(root), params, database, tables)
+
+
+def assert_delta_equals_source(
+    spark, root: str, params: dict[str, Any], database: str, tables: list[str]
+) -> None:
+    """Each table's live Delta rows under `root` equal the source table's, column for column."""
+    from spark_jobs.merge.delta_apply import live_rows
+
     db = admin(params, database)
     try:
         for table in tables:

@@ -65,3 +65,10 @@ def cleanup(proc, writer=None) -> None:
 
 def wait_finished(connector, signal_id: str, timeout: float, what: str) -> None:
     wait_for(lambda: finished(connector, signal_id) is not None, timeout, interval=0.3, message=what)
+
+
+def seed(cur, name: str, rows: int, note=None) -> None:
+    """Table `name` (id, v, note) with ids 1..rows at version 0."""
+    cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
+    notes = (lambda i: f"row {i}") if note is None else note if callable(note) else (lambda _i: note)
+    cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, %s)", [(i, notes(i)) for i in range(1, rows + 1)])

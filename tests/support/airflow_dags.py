@@ -1,0 +1,69 @@
+"""Run the product's DAGs (dags/) against a connectors folder of a test's own.
+
+The DAG files are generated from `$TIDEMARK_CONNECTORS_DIR` when they are parsed, so a
+test points that at its folder and parses the file afresh. The source credentials come
+from an Airflow connection given as an environment variable, as in production.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from scripts import services
+from tests.support.streamer import Connector, write_connector
+
+DAGS = services.ROOT / "dags"
+TEST_CONN_ID = "tidemark_test_source"
+
+
+def airflow_connector(
+    tmp_path: Path, database: str, monkeypatch: Any, extra: dict[str, Any] | None = None
+) -> Connector:
+    """A connector in its own connectors folder, with Airflow settings and lakehouse paths
+    under `tmp_path`; its password only in the Airflow connection."""
+    folder = tmp_path / "connectors"
+    folder.mkdir(exist_ok=True)
+    props = {
+        "signal.data.collection": "tidemark.debezium_signal",
+        "airflow.conn.id": TEST_CONN_ID,
+        "lakehouse.delta.root": str(tmp_path / "delta"),
+        "lakehouse.merge.checkpoint": str(tmp_path / "merge-checkpoint"),
+        "lakehouse.snapshot.staging": str(tmp_path / "staging"),
+        "database.password.env": "TIDEMARK_TEST_SOURCE_PASSWORD",  # set by the hook, from the connection
+        **(extra or {}),
+    }
+    connector = write_connector(tmp_path, database, props)
+    target = folder / "test.yaml"
+    connector.path.rename(target)
+    connector.path = target
+    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{TEST_CONN_ID.upper()}",
+        json.dumps(
+            {
+                "conn_type": "mysql",
+                "host": "127.0.0.1",
+                "port": services.PORTS.mariadb,
+                "login": os.environ["TIDEMARK_DB_USER"],
+                "password": os.environ[services.CDC_PASSWORD_ENV],
+            }
+        ),
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_TIDEMARK_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
+    return connector
+
+
+def load_dag(file: str, dag_id: str) -> Any:
+    """Parse one DAG file of dags/ as the dag-processor would."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(DAGS / file), bundle_name="dags-folder")
+    assert not bag.import_errors, bag.import_errors
+    return bag.dags[dag_id]
+
+
+def task_states(run: Any) -> dict[str, str]:
+    return {ti.task_id: ti.state for ti in run.get_task_instances()}

@@ -92,12 +92,6 @@ ORCHESTRATION_PROPERTIES: list[Property] = [
         description="First data interval of the backfill DAG (ISO date).",
     ),
     Property(
-        "airflow.merge.schedule",
-        "str",
-        default="*/15 * * * *",
-        description="The merge DAG's schedule for this connector (cron or preset).",
-    ),
-    Property(
         "lakehouse.delta.root",
         "str",
         description="Folder of this connector's Delta tables, a path or `s3a://` "

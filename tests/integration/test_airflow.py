@@ -4,6 +4,7 @@ XComs, and SparkSubmitOperator running a `spark_jobs/` script in local mode."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -37,3 +38,30 @@ def test_spark_submit_operator_runs_a_spark_job(spark, tmp_path, monkeypatch):
     result = json.loads(out.read_text())
     assert result == {"table": table, **expected}
     assert result["rows"] == 50
+
+
+def test_the_hook_registers_the_connection_password_with_the_secrets_masker(
+    tmp_path, monkeypatch, scratch_db
+):
+    """The source password from the Airflow connection is handed to Airflow's secrets
+    masker when the hook loads the connector, so task log lines that contain it show ***.
+    (dag.test() runs tasks without the log pipeline that applies the masker; the check
+    through a real api-server and worker comes with the status page tests.)"""
+    import os
+
+    from airflow.sdk._shared.secrets_masker import redact
+    from tidemark_airflow.hooks.source import TidemarkSourceHook
+
+    from scripts import services
+    from tests.support.airflow_dags import airflow_connector
+
+    connector = airflow_connector(tmp_path, scratch_db, monkeypatch)
+    password = os.environ[services.CDC_PASSWORD_ENV]
+    hook = TidemarkSourceHook(connector.config().name)
+    config = hook.config()
+    assert config.secret("database.password").reveal() == password
+    assert redact(f"connecting with {password}") == "connecting with ***"
+    # The child processes get it through their environment only, never in arguments
+    # or the connector file they load.
+    assert hook.child_env()["TIDEMARK_TEST_SOURCE_PASSWORD"] == password
+    assert password not in Path(hook.config_file()).read_text()

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from airflow.sdk import BaseHook
+from airflow.sdk.log import mask_secret
 
 from cdc_core.config.connector_config import ConnectorConfig
 from tidemark_airflow import connectors
@@ -45,6 +46,11 @@ class TidemarkSourceHook(BaseHook):
                 }
                 secrets = {"database.password": conn.password} if conn.password else {}
                 self._config = connectors.load(self.connector, secrets, overrides)
+            secret = self._config.secret("database.password")
+            if secret is not None:
+                # Masked wherever it came from (connection or environment), in this task's
+                # logs and in what its child processes print through it.
+                mask_secret(secret.reveal())
         return self._config
 
     def child_env(self) -> dict[str, str]:

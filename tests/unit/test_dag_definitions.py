@@ -1,0 +1,152 @@
+"""The product's DAGs import cleanly from the connectors folder, without touching a
+database or the network, and the snapshot form's JSON schema refuses bad input with
+messages naming the field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from scripts import services
+
+PROBE = textwrap.dedent(
+    """
+    import json, socket, sys
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access while importing DAGs: {args}")
+    socket.socket.connect = refuse
+    socket.create_connection = refuse
+    from airflow.dag_processing.dagbag import DagBag
+    bag = DagBag(dag_folder=sys.argv[1], bundle_name="dags-folder")
+    print(json.dumps({"errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": sorted(bag.dag_ids)}))
+    """
+)
+
+
+def import_dags(env_changes: dict[str, str]) -> dict:
+    env = {**services.environment(), **env_changes}
+    # No database: a metadata database path that cannot exist.
+    env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = "sqlite:////nonexistent/tidemark/airflow.db"
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(services.ROOT / "dags")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_dags_import_without_errors_database_or_network():
+    result = import_dags({})
+    assert result["errors"] == {}
+    assert result["dags"] == [
+        "tidemark_backfill_demo",
+        "tidemark_housekeeping",
+        "tidemark_merge",
+        "tidemark_snapshot",
+        "tidemark_stream_demo",
+    ]
+
+
+def test_a_connector_file_with_a_mistake_is_an_import_error_naming_it(tmp_path):
+    (tmp_path / "bad.yaml").write_text("name: bad\nconnector.class: mysql\ndatabase.hostnme: x\n")
+    result = import_dags({"TIDEMARK_CONNECTORS_DIR": str(tmp_path)})
+    assert result["errors"], "a broken connector file must show as an import error"
+    assert any("database.hostnme" in e and "database.hostname" in e for e in result["errors"].values())
+
+
+@pytest.fixture(scope="module")
+def snapshot_params():
+    from tidemark_airflow.snapshot_form import snapshot_params
+
+    return snapshot_params(["demo", "sales"])
+
+
+def check(params, conf):
+    from airflow.sdk.definitions.param import ParamsDict
+
+    merged = ParamsDict(params)
+    merged.update(conf)
+    return merged.validate()
+
+
+BASE = {"connector": "demo", "data_collections": ["demo_shop\\.orders"]}
+
+
+def test_a_complete_form_is_accepted(snapshot_params):
+    resolved = check(snapshot_params, BASE)
+    assert resolved["snapshot_type"] == "incremental" and resolved["chunk_size"] == 1024
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"connector": "nope"}, "connector"),
+        ({"data_collections": []}, "data_collections"),
+        ({"data_collections": [""]}, "data_collections"),
+        ({"snapshot_type": "full"}, "snapshot_type"),
+        ({"chunk_size": 0}, "chunk_size"),
+        ({"chunk_size": "100"}, "chunk_size"),
+        ({"parallelism": 1000}, "parallelism"),
+        ({"release_mode": "fast"}, "release_mode"),
+        ({"additional_conditions": [{"data-collection": "demo_shop\\.orders"}]}, "additional_conditions"),
+        (
+            {"additional_conditions": [{"data-collection": "x", "filter": "id > 1", "sql": "DROP TABLE t"}]},
+            "additional_conditions",
+        ),
+        ({"surrogate_key": ""}, "surrogate_key"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_field(snapshot_params, change, named):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError) as err:
+        check(snapshot_params, {**BASE, **change})
+    assert named in str(err.value)
+
+
+def test_the_signal_a_form_sends():
+    from tidemark_airflow.snapshot_form import signal_data
+
+    form = {
+        **BASE,
+        "snapshot_type": "incremental",
+        "chunk_size": 500,
+        "release_mode": "stream",
+        "additional_conditions": [{"data-collection": "demo_shop\\.orders", "filter": "status = 'paid'"}],
+        "surrogate_key": None,
+    }
+    assert signal_data(form) == {
+        "data-collections": ["demo_shop\\.orders"],
+        "type": "incremental",
+        "tidemark.chunk-size": 500,
+        "tidemark.reader": "spark",
+        "tidemark.release": "stream",
+        "additional-conditions": [{"data-collection": "demo_shop\\.orders", "filter": "status = 'paid'"}],
+    }
+    blocking = signal_data({**form, "snapshot_type": "blocking"})
+    assert "tidemark.reader" not in blocking and blocking["type"] == "blocking"
+
+
+def test_backfill_form_selects_the_data_interval():
+    import pendulum
+    from tidemark_airflow.snapshot_form import backfill_form
+
+    form = backfill_form(
+        ["shop.orders:placed_at"],
+        pendulum.datetime(2026, 11, 1, tz="UTC"),
+        pendulum.datetime(2026, 11, 2, tz="UTC"),
+    )
+    assert form["data_collections"] == ["shop\\.orders"]
+    assert form["additional_conditions"] == [
+        {
+            "data-collection": "shop\\.orders",
+            "filter": "placed_at >= '2026-11-01 00:00:00' AND placed_at < '2026-11-02 00:00:00'",
+        }
+    ]

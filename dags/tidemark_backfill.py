@@ -14,9 +14,10 @@ from tidemark_airflow.alerts import connector_failure_callback
 from tidemark_airflow.snapshot_form import backfill_form, build_request
 from tidemark_airflow.snapshot_steps import snapshot_steps
 
-NAMES = [c.name for c in connectors.configs()]
+CONFIGS = connectors.configs()
+NAMES = [c.name for c in CONFIGS]
 
-for config in connectors.configs():
+for config in CONFIGS:
     tables = config.get("airflow.backfill.tables")
     if not tables:
         continue

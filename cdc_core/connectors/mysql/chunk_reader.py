@@ -141,8 +141,8 @@ class MySqlChunkSource:
         payload = orjson.dumps(data).decode()
         if len(payload) > MAX_SIGNAL_DATA:
             raise TidemarkError(
-                f"a {kind} watermark needs {len(payload)} characters but the signal table's data column holds "
-                f"{MAX_SIGNAL_DATA}; the chunk key values are too long. Widen the data column."
+                f"a {kind} row needs {len(payload)} characters but the signal table's data column holds "
+                f"{MAX_SIGNAL_DATA}; the chunk key values or the signal's data are too long. Widen the data column."
             )
         target = table_name(TableId.parse(self.signal_table))
         try:

@@ -8,7 +8,7 @@ from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
 from cdc_core.errors import ConfigError
 from cdc_core.schema.history import SchemaHistory
-from cdc_core.signals.actions import ExecuteSnapshot, SignalError
+from cdc_core.signals.actions import ExecuteSnapshot
 
 if TYPE_CHECKING:
     from cdc_core.connectors.mysql.binlog_source import BinlogSource
@@ -76,25 +76,16 @@ def check_snapshot_request(config: ConnectorConfig, action: ExecuteSnapshot) -> 
 
 
 def send_signal(config: ConnectorConfig, signal_id: str, kind: str, data: dict[str, Any]) -> None:
-    """Insert a signal into the connector's signal table (Debezium's source channel)."""
-    import orjson
-
-    from cdc_core.connectors.mysql.chunk_reader import MAX_SIGNAL_DATA, table_name
-    from cdc_core.schema.model import TableId
+    """Insert a signal into the connector's signal table (Debezium's source channel),
+    through the same writer the chunk readers use for their watermark rows."""
+    from cdc_core.connectors.mysql import server
+    from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
 
     table = config.get("signal.data.collection")
     if not table:
         raise ConfigError("signal.data.collection", "is needed to send signals through the source")
-    text = orjson.dumps(data).decode()
-    if len(text) > MAX_SIGNAL_DATA:
-        raise SignalError(f"signal data is {len(text)} characters; the signal table holds {MAX_SIGNAL_DATA}")
-    conn = connect(config)
+    source = MySqlChunkSource(server.connection_params(config), table)
     try:
-        with conn.cursor() as cur:
-            cur.execute(
-                f"INSERT INTO {table_name(TableId.parse(table))} (id, type, data) VALUES (%s, %s, %s)",
-                (signal_id, kind, text),
-            )
-        conn.commit()
+        source.write_watermark(kind, signal_id, data)
     finally:
-        conn.close()
+        source.close()

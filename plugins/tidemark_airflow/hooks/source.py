@@ -15,8 +15,8 @@ from tidemark_airflow import connectors
 class TidemarkSourceHook(BaseHook):
     """Loads a connector's configuration with the password of its Airflow connection
     (`airflow.conn.id`): the login, host and port of the connection, when set, win over
-    the file. Fetching the connection registers its password with Airflow's secrets
-    masker, so it shows as *** in every task log; child processes get it only through
+    the file. The password is registered with Airflow's secrets masker, so it shows as
+    *** in task logs; child processes get it only through
     their environment, never on a command line."""
 
     conn_name_attr = "tidemark_conn_id"
@@ -26,26 +26,24 @@ class TidemarkSourceHook(BaseHook):
         super().__init__()
         self.connector = connector
         self._config: ConnectorConfig | None = None
+        self._overrides: dict[str, Any] = {}  # what the Airflow connection changes in the file
 
     def config(self) -> ConnectorConfig:
         if self._config is None:
             plain = connectors.load(self.connector)
             conn_id = plain.get("airflow.conn.id")
-            if not conn_id:
-                self._config = plain
-            else:
+            if conn_id:
                 conn = self.get_connection(conn_id)
-                overrides = {
-                    key: value
-                    for key, value in (
-                        ("database.hostname", conn.host),
-                        ("database.port", conn.port),
-                        ("database.user", conn.login),
-                    )
-                    if value
-                }
+                fields = (
+                    ("database.hostname", conn.host),
+                    ("database.port", conn.port),
+                    ("database.user", conn.login),
+                )
+                self._overrides = {key: value for key, value in fields if value and value != plain.get(key)}
                 secrets = {"database.password": conn.password} if conn.password else {}
-                self._config = connectors.load(self.connector, secrets, overrides)
+                self._config = connectors.load(self.connector, secrets, self._overrides)
+            else:
+                self._config = plain
             secret = self._config.secret("database.password")
             if secret is not None:
                 # Masked wherever it came from (connection or environment), in this task's
@@ -55,7 +53,7 @@ class TidemarkSourceHook(BaseHook):
 
     def child_env(self) -> dict[str, str]:
         """Environment for a child process (streamer, Spark job) of this connector: the
-        password under the variable the connector names, and the connection's overrides."""
+        password under the variable the connector names."""
         config = self.config()
         env = {"TIDEMARK_CONNECTORS_DIR": str(connectors.connectors_dir())}
         secret = config.secret("database.password")
@@ -70,16 +68,11 @@ class TidemarkSourceHook(BaseHook):
         import yaml
 
         config, path = self.config(), connectors.connector_file(self.connector)
-        changed = {
-            key: config.get(key)
-            for key in ("database.hostname", "database.port", "database.user")
-            if key in config.values and config.get(key) != connectors.load(self.connector).get(key)
-        }
-        if not changed:
+        if not self._overrides:
             return str(path)
         effective = config.state_directory() / "airflow-connector.yaml"
         effective.parent.mkdir(parents=True, exist_ok=True)
-        data = {**(yaml.safe_load(path.read_text()) or {}), **changed}
+        data = {**(yaml.safe_load(path.read_text()) or {}), **self._overrides}
         tmp = effective.with_suffix(".tmp")
         tmp.write_text(yaml.safe_dump(data, sort_keys=False))
         os.replace(tmp, effective)

@@ -11,28 +11,21 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import TriggerEvent
 
 from tidemark_airflow.hooks import state
+from tidemark_airflow.triggers.polling import StatePollingTrigger
 
 
-class SnapshotReleasedTrigger(BaseTrigger):
+class SnapshotReleasedTrigger(StatePollingTrigger):
     def __init__(
         self, config_file: str, signal_id: str, timeout_seconds: float, poll_seconds: float = 2.0
     ) -> None:
-        super().__init__()
-        self.config_file, self.signal_id = config_file, signal_id
-        self.timeout_seconds, self.poll_seconds = timeout_seconds, poll_seconds
-
-    def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (
-            f"{type(self).__module__}.{type(self).__qualname__}",
-            {
-                "config_file": self.config_file,
-                "signal_id": self.signal_id,
-                "timeout_seconds": self.timeout_seconds,
-                "poll_seconds": self.poll_seconds,
-            },
+        super().__init__(
+            config_file=config_file,
+            signal_id=signal_id,
+            timeout_seconds=timeout_seconds,
+            poll_seconds=poll_seconds,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:

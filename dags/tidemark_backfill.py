@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, get_current_context, task
+from airflow.sdk import DAG, CronDataIntervalTimetable, get_current_context, task
 from tidemark_airflow import connectors
 from tidemark_airflow.alerts import connector_failure_callback
 from tidemark_airflow.snapshot_form import backfill_form, build_request
@@ -24,7 +24,9 @@ for config in CONFIGS:
     with DAG(
         dag_id=f"tidemark_backfill_{connectors.slug(config.name)}",
         description=f"Re-snapshot each data interval of {', '.join(tables)}",
-        schedule=config.get("airflow.backfill.schedule"),
+        # Runs span data intervals: with a plain cron string Airflow 3 makes a trigger
+        # timetable, whose runs have an empty interval (start == end) and re-read nothing.
+        schedule=CronDataIntervalTimetable(config.get("airflow.backfill.schedule"), timezone="UTC"),
         start_date=pendulum.parse(config.get("airflow.backfill.start.date")),
         catchup=False,
         max_active_runs=1,

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.airflow_dags import airflow_connector, load_dag, task_states
+from tests.support.airflow_dags import airflow_connector, load_dag, start_streamer, task_states
 from tests.support.lakehouse import assert_delta_equals_source
 from tests.support.snapshots import seed
-from tests.support.streamer import admin, start_process, stop_process, wait_for
+from tests.support.streamer import admin, stop_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -36,11 +36,8 @@ def test_snapshot_dag_ends_with_delta_equal_to_the_source(
         seed(cur, "other", 10)
     connector = airflow_connector(tmp_path, scratch_db, monkeypatch)
     # The streamer (as its streamer DAG runs it) captures changes; the snapshot goes through it.
-    monkeypatch.setenv("TIDEMARK_TEST_SOURCE_PASSWORD", monkeypatch_password())
-    proc = start_process(connector)
-    monkeypatch.delenv("TIDEMARK_TEST_SOURCE_PASSWORD")
+    proc = start_streamer(connector)
     try:
-        wait_for(lambda: (connector.state / "status.json").exists(), 30)
         with db.cursor() as cur:  # changes while the snapshot runs
             cur.execute("UPDATE t SET note = 'changed' WHERE id % 7 = 0")
             cur.execute("DELETE FROM t WHERE id % 11 = 0")

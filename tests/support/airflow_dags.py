@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scripts import services
-from tests.support.streamer import Connector, write_connector
+from tests.support.streamer import Connector, start_process, wait_for, write_connector
 
 DAGS = services.ROOT / "dags"
 TEST_CONN_ID = "tidemark_test_source"
@@ -56,6 +60,16 @@ def airflow_connector(
     return connector
 
 
+def start_streamer(connector: Connector) -> subprocess.Popen[bytes]:
+    """`tidemark stream` for an `airflow_connector`, as its streamer DAG runs it: the
+    password from the connection in the child's environment only. Returns once it runs."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("TIDEMARK_TEST_SOURCE_PASSWORD", os.environ[services.CDC_PASSWORD_ENV])
+        proc = start_process(connector)
+    wait_for(lambda: (connector.state / "status.json").exists(), 120, message="the streamer's first status")
+    return proc
+
+
 def load_dag(file: str, dag_id: str) -> Any:
     """Parse one DAG file of dags/ as the dag-processor would."""
     from airflow.dag_processing.dagbag import DagBag
@@ -67,3 +81,27 @@ def load_dag(file: str, dag_id: str) -> Any:
 
 def task_states(run: Any) -> dict[str, str]:
     return {ti.task_id: ti.state for ti in run.get_task_instances()}
+
+
+def planned_runs(dag: Any, first: datetime, last: datetime) -> list[tuple[datetime, datetime, datetime]]:
+    """(logical date, data interval start, data interval end) of each run the scheduler, and
+    `airflow backfill create`, make for logical dates first..last (the DAG's timetable)."""
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    scheduler_dag = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
+    return [
+        (info.logical_date, info.data_interval.start, info.data_interval.end)
+        for info in scheduler_dag.iter_dagrun_infos_between(first, last)
+    ]
+
+
+def airflow_cli(*args: str, timeout: float = 600) -> str:
+    """Run the `airflow` command with this process's environment; its output, or an
+    assertion error with it."""
+    result = subprocess.run(
+        [str(services.VENV_BIN / "airflow"), *args], capture_output=True, text=True, timeout=timeout
+    )
+    assert result.returncode == 0, (
+        f"airflow {' '.join(args)}:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
+    return result.stdout

@@ -24,17 +24,26 @@ def assert_delta_equals_source(
     spark, root: str, params: dict[str, Any], database: str, tables: list[str]
 ) -> None:
     """Each table's live Delta rows under `root` equal the source table's, column for column."""
-    from spark_jobs.merge.delta_apply import live_rows
+    for table in tables:
+        columns, source = source_rows(params, database, table)
+        delta = delta_rows(spark, root, database, table, columns)
+        assert delta == source, f"{table}: Delta has {len(delta)} rows, the source {len(source)}"
 
+
+def source_rows(params: dict[str, Any], database: str, table: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """The column names and the sorted rows of a source table."""
     db = admin(params, database)
     try:
-        for table in tables:
-            with db.cursor() as cur:
-                cur.execute(f"SELECT * FROM `{table}`")
-                columns = [d[0] for d in cur.description]
-                source = sorted(tuple(r) for r in cur.fetchall())
-            frame = live_rows(spark, f"{root}/{database}.{table}").select(*columns)
-            delta = sorted(tuple(r) for r in frame.collect())
-            assert delta == source, f"{table}: Delta has {len(delta)} rows, the source {len(source)}"
+        with db.cursor() as cur:
+            cur.execute(f"SELECT * FROM `{table}`")
+            return [d[0] for d in cur.description], sorted(tuple(r) for r in cur.fetchall())
     finally:
         db.close()
+
+
+def delta_rows(spark, root: str, database: str, table: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """The sorted live rows of a table's Delta copy under `root`, as `columns`."""
+    from spark_jobs.merge.delta_apply import live_rows
+
+    frame = live_rows(spark, f"{root}/{database}.{table}").select(*columns)
+    return sorted(tuple(r) for r in frame.collect())

@@ -72,3 +72,12 @@ def seed(cur, name: str, rows: int, note=None) -> None:
     cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(20))")
     notes = (lambda i: f"row {i}") if note is None else note if callable(note) else (lambda _i: note)
     cur.executemany(f"INSERT INTO {name} VALUES (%s, 0, %s)", [(i, notes(i)) for i in range(1, rows + 1)])
+
+
+def read_signal(db, signal_id: str) -> tuple[str, dict]:
+    """The type and data of a signal in the signal table."""
+    with db.cursor() as cur:
+        cur.execute(f"SELECT type, data FROM {SIGNALS} WHERE id = %s", (signal_id,))
+        row = cur.fetchone()
+    assert row is not None, f"no signal {signal_id} in {SIGNALS}"
+    return row[0], json.loads(row[1])

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages Tidemark's local stack needs, from Debian's packages:
-# MariaDB (server and client tools, incl. mariadb-binlog), a Java 17+ runtime, and Maven.
+# MariaDB (server and client tools, incl. mariadb-binlog), a Java 17+ runtime, Maven, and
+# Chromium (headless, for the tests that load the status page in a real browser).
 # Idempotent: installs only what is missing, and never starts a service (the project
 # starts its own MariaDB on loopback with its own data folder; see scripts/services.py).
 set -euo pipefail
@@ -13,6 +14,8 @@ have mariadb || missing+=(mariadb-client)
 have mariadb-binlog || missing+=(mariadb-client)
 have java || missing+=(openjdk-17-jre-headless)
 have mvn || missing+=(maven)
+have chromium || missing+=(chromium)
+have chromedriver || missing+=(chromium-driver)
 if ! have python3.11; then missing+=(python3.11 python3.11-venv); fi
 
 if [ "${#missing[@]}" -eq 0 ]; then

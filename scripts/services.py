@@ -67,6 +67,10 @@ ADMIN_PASSWORD_DEFAULT = "tidemark-admin-dev"
 CONTROL_DB = "tidemark"
 # The demo connector's Airflow connection (airflow.conn.id tidemark_demo_mariadb).
 DEMO_SOURCE_CONN_ENV = "AIRFLOW_CONN_TIDEMARK_DEMO_MARIADB"
+# The local Airflow's UI and REST API login (SimpleAuthManager, one admin user).
+AIRFLOW_USER = "admin"
+AIRFLOW_PASSWORD_ENV = "TIDEMARK_AIRFLOW_PASSWORD"
+AIRFLOW_PASSWORD_DEFAULT = "tidemark-airflow-dev"
 SIGNAL_TABLE = "debezium_signal"
 
 
@@ -97,6 +101,12 @@ def environment() -> dict[str, str]:
         "AIRFLOW__API__HOST": "127.0.0.1",
         "AIRFLOW__API__PORT": str(PORTS.airflow),
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(airflow_home / "logs"),
+        # Login of the UI and the REST API: a fixed development password (written to the
+        # passwords file by `Airflow.prepare`) instead of one generated and printed.
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{AIRFLOW_USER}:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(airflow_home / "passwords.json"),
+        "TIDEMARK_AIRFLOW_USER": AIRFLOW_USER,
+        AIRFLOW_PASSWORD_ENV: os.environ.get(AIRFLOW_PASSWORD_ENV, AIRFLOW_PASSWORD_DEFAULT),
         # Airflow connections of the local stack: the demo connector's source (its
         # password is masked in task logs) and Spark in local mode for the jobs.
         DEMO_SOURCE_CONN_ENV: json.dumps(
@@ -621,20 +631,62 @@ class AirflowDB(Service):
 
 
 class Airflow(Service):
-    """``airflow standalone`` (api-server, scheduler, dag-processor, triggerer)."""
+    """``airflow standalone`` (api-server, scheduler, dag-processor, triggerer).
+
+    `extra` is environment on top of the stack's (the tests add their DAG bundle and a
+    connectors folder of their own). It is recorded next to the pid file: asking for
+    extras from an Airflow already running without the same ones is an error, since its
+    processes cannot be changed from outside."""
 
     name = "airflow"
     start_timeout = 180.0
+
+    def __init__(self, extra: dict[str, str] | None = None) -> None:
+        self.extra = dict(extra or {})
 
     @property
     def home(self) -> Path:
         return LOCAL / "airflow"
 
+    @property
+    def extra_file(self) -> Path:
+        return self.home / "run" / "airflow.extra-env.json"
+
     def conflicting_port(self) -> int | None:
         return PORTS.airflow
 
+    def extra_env(self) -> dict[str, str]:
+        return self.extra
+
+    def start(self) -> bool:
+        if self.extra and self.running():
+            try:
+                running_with = json.loads(self.extra_file.read_text())
+            except (OSError, ValueError):
+                running_with = {}
+            if running_with != self.extra:
+                raise ServiceError(
+                    f"airflow is already running with another configuration ({self.extra_file}); stop it "
+                    "with `python -m scripts.services down airflow` and start again"
+                )
+        started = super().start()
+        if started:
+            self.extra_file.write_text(json.dumps(self.extra, sort_keys=True))
+        return started
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        stopped = super().stop(timeout)
+        self.extra_file.unlink(missing_ok=True)
+        return stopped
+
     def prepare(self) -> None:
         AirflowDB().start()
+        # The login's password: SimpleAuthManager keeps a user's password once the file
+        # names the user, so the development password is written before each start.
+        env = environment()
+        passwords = Path(env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])
+        passwords.write_text(json.dumps({AIRFLOW_USER: env[AIRFLOW_PASSWORD_ENV]}) + "\n")
+        passwords.chmod(0o600)
 
     def command(self) -> list[str]:
         return [_airflow_bin(), "standalone"]
@@ -719,7 +771,12 @@ def main(argv: list[str]) -> int:
             return status()
         if verb == "env":
             for k, v in environment().items():
-                secret = k in (CDC_PASSWORD_ENV, ADMIN_PASSWORD_ENV, DEMO_SOURCE_CONN_ENV)
+                secret = k in (
+                    CDC_PASSWORD_ENV,
+                    ADMIN_PASSWORD_ENV,
+                    AIRFLOW_PASSWORD_ENV,
+                    DEMO_SOURCE_CONN_ENV,
+                )
                 print(f"export {k}={'***' if secret else shlex.quote(v)}")  # never print a secret
             return 0
         if verb == "run":

@@ -104,6 +104,16 @@ def kafka_bootstrap() -> str:
     return os.environ["TIDEMARK_KAFKA_BOOTSTRAP"]
 
 
+@pytest.fixture(scope="session")
+def airflow_server():
+    """The running Airflow (api-server, scheduler, worker) with the tests' DAG bundles;
+    started on first use if it is not running (see tests/support/airflow_server.py)."""
+    from tests.support.airflow_server import running_airflow
+
+    with running_airflow() as server:
+        yield server
+
+
 # py4j logs "closing connection" from __del__ at interpreter exit, after pytest has
 # closed its capture streams; that is noise, not a failure.
 logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -21,10 +21,15 @@ def connectors_dir() -> Path:
     return Path(os.environ.get("TIDEMARK_CONNECTORS_DIR") or PROJECT_ROOT / "connectors")
 
 
+def connector_paths() -> list[Path]:
+    """The connector files of the folder, in name order (not yet read)."""
+    return sorted(connectors_dir().glob("*.yaml"))
+
+
 def connector_files() -> dict[str, Path]:
     """Connector name → its file; a name used twice is an error naming both files."""
     found: dict[str, Path] = {}
-    for path in sorted(connectors_dir().glob("*.yaml")):
+    for path in connector_paths():
         name = load_config(path, environ={}).name
         if name in found:
             raise ConfigError("name", f"connector {name!r} is defined in both {found[name]} and {path}")

@@ -12,11 +12,11 @@ from airflow.sdk.bases.operator import BaseOperator
 from tidemark_airflow import connectors
 from tidemark_airflow.alerts import connector_failure_callback
 from tidemark_airflow.delta_log import last_commit
+from tidemark_airflow.lakehouse import delta_tables, lakehouse_paths
 from tidemark_airflow.operators.signals import SendSignalOperator
 from tidemark_airflow.operators.spark_jobs import (
     TidemarkSparkJobOperator,
     chunk_job_args,
-    lakehouse_paths,
     merge_job_args,
 )
 from tidemark_airflow.sensors.snapshot import SnapshotReleasedSensor
@@ -35,8 +35,6 @@ def table_uri(delta_root: str, table: str) -> str:
 def publish_tables(outlet_events: Any, connector: str, tables: list[str] | None) -> list[dict[str, Any]]:
     """One Asset event per Delta table (the given ones, or all of the connector's), with
     its last commit: version, operation and the source position it reached."""
-    from tidemark_airflow.operators.spark_jobs import delta_tables
-
     config = connectors.load(connector)
     root = lakehouse_paths(config)["delta_root"]
     names = sorted(set(tables) & set(delta_tables(config))) if tables is not None else delta_tables(config)

@@ -47,7 +47,9 @@ def streamer_health(doc: dict[str, Any], max_lag_seconds: float, stale_seconds: 
     lag_ms = streamer.get("lag_ms")
     lag = None if lag_ms is None else lag_ms / 1000
     problems = []
-    if state != "running":
+    if state == "never started":
+        problems.append("the streamer has never started")
+    elif state != "running":
         problems.append(f"streamer is {state}" + (f": {streamer['error']}" if streamer.get("error") else ""))
     elif age is not None and age > stale_seconds:
         problems.append(f"streamer status not updated for {age:.0f}s")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -18,17 +17,9 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from cdc_core.config.connector_config import ConnectorConfig
 from tidemark_airflow.connectors import PROJECT_ROOT
 from tidemark_airflow.hooks.source import TidemarkSourceHook
+from tidemark_airflow.lakehouse import lakehouse_paths
 
 JOBS = PROJECT_ROOT / "spark_jobs"
-
-
-def lakehouse_paths(config: ConnectorConfig) -> dict[str, str]:
-    """Where a connector's Delta tables, merge checkpoint and staged windows live."""
-    return {
-        "delta_root": config.location("lakehouse.delta.root", "delta"),
-        "checkpoint": config.location("lakehouse.merge.checkpoint", "merge"),
-        "staging": config.location("lakehouse.snapshot.staging", "staging"),
-    }
 
 
 class TidemarkSparkJobOperator(SparkSubmitOperator):
@@ -90,12 +81,3 @@ def housekeeping_job_args(config: ConnectorConfig, config_file: str) -> list[str
         "--vacuum-retention-hours",
         str(config.get("lakehouse.vacuum.retention.hours")),
     ]
-
-
-def delta_tables(config: ConnectorConfig) -> list[str]:
-    """The Delta tables a connector's merge has written (folders under its root)."""
-    root = lakehouse_paths(config)["delta_root"]
-    if "://" in root:
-        return []
-    base = Path(root)
-    return sorted(p.name for p in base.iterdir() if (p / "_delta_log").is_dir()) if base.is_dir() else []

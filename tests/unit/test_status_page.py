@@ -1,0 +1,62 @@
+"""The status page's report and HTML from connector files and state on disk (no Airflow
+server): a broken connector file is listed with its reason instead of failing the page,
+a connector that never ran says so, and names from files are escaped, never markup.
+The page served by a running api-server is tested in tests/integration/test_airflow_live.py."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from tidemark_airflow.status_page.html import render
+from tidemark_airflow.status_page.report import status_report
+
+CONNECTOR = {
+    "connector.class": "mysql",
+    "topic.prefix": "shop",
+    "database.hostname": "127.0.0.1",
+    "database.port": 3307,
+    "database.user": "tidemark",
+    "database.server.id": 5999,
+}
+
+
+def write(folder, file: str, props: dict) -> None:
+    (folder / file).write_text(yaml.safe_dump(props))
+
+
+def test_a_connector_that_never_ran_and_a_broken_file_are_both_listed(tmp_path, monkeypatch):
+    folder = tmp_path / "connectors"
+    folder.mkdir()
+    write(folder, "a.yaml", {"name": "shop", "state.directory": str(tmp_path / "state"), **CONNECTOR})
+    write(folder, "b.yaml", {"name": "broken", **CONNECTOR, "database.hostnme": "typo"})
+    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
+
+    report = status_report()
+    shop, broken = report["connectors"]
+    assert shop["name"] == "shop" and shop["streamer"]["state"] == "never started"
+    assert shop["committed_position"] == "nothing" and shop["snapshots"] == [] and shop["delta_tables"] == []
+    assert shop["dags"]["stream"] == "tidemark_stream_shop"
+    assert broken["file"] == "b.yaml" and "database.hostnme" in broken["error"]
+    json.dumps(report)  # the JSON endpoint's body
+
+    page = render(report)
+    assert "never started" in page and "database.hostnme" in page
+
+
+def test_names_and_messages_from_files_are_escaped(tmp_path, monkeypatch):
+    folder = tmp_path / "connectors"
+    folder.mkdir()
+    state = tmp_path / "state"
+    state.mkdir()
+    write(folder, "x.yaml", {"name": "x", "state.directory": str(state), **CONNECTOR})
+    (state / "status.json").write_text(
+        json.dumps(
+            {"state": "failed", "error": "<script>alert(1)</script>", "updated_at": "2026-01-01T00:00:00Z"}
+        )
+    )
+    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
+
+    page = render(status_report())
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page

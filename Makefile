@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 .PHONY: help install system python jars up down status test test-unit demo bench lint fmt lock clean distclean
 
 help:
-	@echo "make demo        run the main job on embedded defaults"
+	@echo "make demo        run the main job through Airflow, from MariaDB to Delta"
 	@echo "make test        install what is missing, start services, run every test"
 	@echo "make up | down   start / stop the local services (MariaDB, Kafka, Airflow)"
 	@echo "make status      show the local services"
@@ -47,12 +47,14 @@ test: install
 test-unit: install
 	@$(PY) -m pytest tests/unit $(PYTEST_ARGS)
 
-# The main job on embedded defaults: MariaDB → streamer → embedded event log, verified by
-# replay. `make demo DEMO_SINK=kafka` streams into the local Kafka broker instead.
-DEMO_SINK ?= local
+# The main job through Airflow: MariaDB and Airflow standalone (Kafka too when
+# connectors/demo.yaml sinks to it); the demo's streamer DAG captures a live workload, an
+# ad-hoc snapshot goes through the REST API, the merge lands it in Delta, and each source
+# table is printed next to its Delta table. Airflow keeps running afterwards (`make down`).
+DEMO_KAFKA := $(shell grep -Eqs '^sink\.type: *kafka' connectors/demo.yaml && echo kafka)
 demo: install
-	@$(SERVICES) up mariadb $(if $(filter kafka,$(DEMO_SINK)),kafka,)
-	@$(PY) -m demo.run --sink $(DEMO_SINK)
+	@$(SERVICES) up mariadb $(DEMO_KAFKA) airflow
+	@$(PY) -m demo.run
 
 bench: install
 	@$(SERVICES) run mariadb kafka -- $(PY) -m bench

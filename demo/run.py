@@ -1,13 +1,22 @@
-"""`make demo`: stream a live MariaDB workload into the embedded event log and show it.
+"""`make demo`: the main job through Airflow, from a live MariaDB to Delta tables equal to it.
 
-Steps: reset the demo database and the demo connector's state; start `tidemark stream`
-(a child process, exactly as a user would run it); run a write workload (transactions
-over four tables, a schema change and a primary-key change in the middle); wait until
-the streamer has caught up; stop it with SIGTERM; then print what was captured — counts
-per table and operation, transaction boundaries, the committed position, a few sample
-events — and check that replaying the events gives exactly the source tables.
+Steps, on the local stack (MariaDB and `airflow standalone`, started by `make demo`):
 
-    python -m demo.run [--sink local|kafka] [--orders N]
+1. stop what an earlier demo left running (the streamer DAG, a snapshot run) and reset
+   the demo database and every file of the demo connector — so the demo can run again;
+2. create the shop schema with some history (rows that exist before capture starts);
+3. start the streamer: unpause `tidemark_stream_demo` and trigger a run;
+4. run the write workload (multi-table transactions, updates of old rows, deletes, an
+   ALTER TABLE and a primary-key change) and wait until the streamer has committed it;
+5. trigger an ad-hoc snapshot through Airflow's REST API with the fields of the UI's
+   trigger form as `conf`: validate → signal → Spark chunk job → deferred wait for the
+   windows' release → merge into Delta → Asset events;
+6. print what was captured and, side by side, each source table and its Delta table
+   (row count and checksum: equal), with the Airflow UI's address and login.
+
+The streamer DAG keeps running afterwards; `make down` stops the stack.
+
+    python -m demo.run [--history N] [--orders N]
 """
 
 from __future__ import annotations
@@ -15,120 +24,117 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pymysql
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
-from demo.workload import create_schema, run_workload
+from demo import streamer_dag
+from demo.airflow_api import AirflowAPI, AirflowAPIError
+from demo.workload import create_schema, run_workload, seed_history
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "demo_shop"
+CONNECTOR_FILE = ROOT / "connectors" / "demo.yaml"
 
 
-def demo_config(sink: str) -> tuple[ConnectorConfig, dict[str, Any]]:
-    overrides: dict[str, Any] = {"database.port": int(os.environ.get("TIDEMARK_MARIADB_PORT", "3307"))}
-    if sink == "kafka":
-        overrides["sink.type"] = "kafka"
-        overrides["sink.kafka.bootstrap.servers"] = os.environ.get(
-            "TIDEMARK_KAFKA_BOOTSTRAP", "127.0.0.1:9092"
-        )
-    return load_config(ROOT / "connectors" / "demo.yaml", overrides=overrides), overrides
+def snapshot_form(config: ConnectorConfig) -> dict[str, Any]:
+    """The trigger form of `tidemark_snapshot` as a user fills it in for the demo.
 
-
-def write_effective_config(overrides: dict[str, Any]) -> Path:
-    import yaml
-
-    base = yaml.safe_load((ROOT / "connectors" / "demo.yaml").read_text())
-    path = ROOT / ".local" / "demo" / "connector.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump({**base, **overrides}, sort_keys=False))
-    return path
+    Release mode `stream`: released rows become `op=r` events in the event log and go
+    through the connector's column rules there, as the demo's hashed customers.email
+    needs. The `lakehouse` fast path merges the staged Parquet as read, and does not yet
+    apply column masks, hashes or truncation to it (README, "Airflow")."""
+    return {
+        "connector": config.name,
+        "data_collections": [f"{DATABASE}\\..*"],
+        "snapshot_type": "incremental",
+        "additional_conditions": [],
+        "surrogate_key": None,
+        "chunk_size": 200,
+        "parallelism": 2,
+        "release_mode": "stream",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    from scripts.services import environment
+    from scripts import services
 
-    for key, value in environment().items():  # the local stack's ports and dev credentials
+    # The login to print: the development password, unless the user chose their own.
+    password = services.AIRFLOW_PASSWORD_DEFAULT
+    if services.AIRFLOW_PASSWORD_ENV in os.environ:
+        password = f"${services.AIRFLOW_PASSWORD_ENV}"
+    login = f"{services.AIRFLOW_USER} / {password}"
+    for key, value in services.environment().items():  # the local stack's ports and dev credentials
         os.environ.setdefault(key, value)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sink", choices=("local", "kafka"), default=os.environ.get("DEMO_SINK", "local"))
-    parser.add_argument("--orders", type=int, default=300)
+    parser.add_argument("--history", type=int, default=100, help="orders placed before capture starts")
+    parser.add_argument("--orders", type=int, default=300, help="orders of the live workload")
     args = parser.parse_args(argv)
+    started = time.monotonic()
 
-    config, overrides = demo_config(args.sink)
-    from cdc_core.pipeline.streamer import StateLayout, local_log_directory
-
-    layout = StateLayout(config)
-    eventlog = local_log_directory(config)
-    step("resetting the demo database and the demo connector's state")
-    shutil.rmtree(layout.root, ignore_errors=True)
-    shutil.rmtree(eventlog, ignore_errors=True)
-    from scripts.services import admin_connection
-
-    conn = admin_connection()
-    create_schema(conn, DATABASE)
-
-    config_path = write_effective_config(overrides)
-    log_path = ROOT / ".local" / "demo" / "streamer.log"
-    step(
-        f"starting: tidemark stream --config {config_path.relative_to(ROOT)}   (log: {log_path.relative_to(ROOT)})"
-    )
-    with open(log_path, "wb") as log:
-        streamer = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "cdc_core.cli",
-                "stream",
-                "--config",
-                str(config_path),
-                "--status-line",
-                "never",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+    config = load_config(CONNECTOR_FILE)
     try:
-        wait(lambda: layout.status.exists(), 60, "the streamer to start", streamer, log_path)
-        step(f"running the workload: {args.orders} orders in transactions, an ALTER TABLE and a key change")
-        started = time.monotonic()
-        stats = run_workload(conn, DATABASE, orders=args.orders)
-        step(f"workload done: {stats['transactions']} transactions in {time.monotonic() - started:.1f}s")
-        target = head_position(conn)
-        wait(lambda: caught_up(layout, target), 120, "the streamer to catch up", streamer, log_path)
-    finally:
-        streamer.send_signal(signal.SIGTERM)
-        code = streamer.wait(60)
-    step(f"streamer stopped with SIGTERM (exit code {code})")
-    if code != 0:
-        print((log_path.read_text())[-3000:])
+        api = AirflowAPI.local()
+        for dag_id in (streamer_dag.stream_dag(config), streamer_dag.SNAPSHOT_DAG):
+            api.wait_for_dag(dag_id)
+    except AirflowAPIError as exc:
+        print(f"error: {exc}\n(`make demo` starts Airflow; or `python -m scripts.services up airflow`)")
         return 1
-    return report(config, conn, eventlog, args.sink)
+
+    step("stopping what an earlier demo left running, resetting the demo database and connector")
+    streamer_dag.stop(api, config)
+    conn = services.admin_connection()
+    reset(config, conn)
+    history = seed_history(conn, DATABASE, orders=args.history)
+    step(f"shop history before capture: {history['transactions']} transactions (a snapshot will bring them)")
+
+    run_id = streamer_dag.start(api, config)
+    step(f"streamer running: {streamer_dag.stream_dag(config)} run {run_id}")
+    stats = run_workload(conn, DATABASE, orders=args.orders)
+    head = head_position(conn)
+    streamer_dag.wait(lambda: streamer_dag.caught_up(config, head), 300, "the streamer to catch up")
+    step(f"workload: {stats['transactions']} transactions, all committed by the streamer (source at {head})")
+
+    if not snapshot(api, config):
+        return 1
+    return report(config, conn, api.url, login, started)
 
 
 def step(text: str) -> None:
     print(f"==> {text}", flush=True)
 
 
-def wait(predicate: Any, timeout: float, what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if proc.poll() is not None:
-            raise SystemExit(
-                f"the streamer exited ({proc.returncode}) while waiting for {what}:\n{log.read_text()[-3000:]}"
-            )
-        time.sleep(0.2)
-    raise SystemExit(f"timed out waiting for {what}; see {log}")
+def reset(config: ConnectorConfig, conn: pymysql.Connection) -> None:
+    """The demo database recreated empty; the connector's state, event log, Delta tables,
+    merge checkpoint and staged windows removed."""
+    from tidemark_airflow.lakehouse import lakehouse_paths
+
+    from cdc_core.pipeline.streamer import local_log_directory
+
+    create_schema(conn, DATABASE)
+    paths = [
+        config.state_directory(),
+        local_log_directory(config),
+        *map(Path, lakehouse_paths(config).values()),
+    ]
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+    if config.get("sink.type") == "kafka":
+        delete_topics(config)
+
+
+def delete_topics(config: ConnectorConfig) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": config.get("sink.kafka.bootstrap.servers")})
+    prefix = config.topic_prefix
+    topics = [t for t in admin.list_topics(timeout=10).topics if t == prefix or t.startswith(prefix + ".")]
+    for future in admin.delete_topics(topics).values() if topics else ():
+        future.result()
 
 
 def head_position(conn: pymysql.Connection) -> str:
@@ -137,69 +143,59 @@ def head_position(conn: pymysql.Connection) -> str:
         return cur.fetchone()[0]
 
 
-def caught_up(layout: Any, target_gtids: str) -> bool:
-    if not layout.offsets.exists():
+def snapshot(api: AirflowAPI, config: ConnectorConfig) -> bool:
+    """Trigger `tidemark_snapshot` as the UI's form does and follow it to its end."""
+    dag_id = streamer_dag.SNAPSHOT_DAG
+    api.unpause(dag_id)
+    run_id = api.trigger(dag_id, snapshot_form(config))
+    step(f"ad-hoc snapshot: POST /api/v2/dags/{dag_id}/dagRuns with the form as conf → run {run_id}")
+
+    def show(tasks: dict[str, str | None]) -> None:
+        print("    " + "  ".join(f"{task}:{state or '-'}" for task, state in tasks.items()), flush=True)
+
+    state = api.wait_for_run(dag_id, run_id, timeout=1200, on_change=show)
+    if state != "success":
+        failed = [t for t, s in api.task_states(dag_id, run_id).items() if s == "failed"]
+        print(f"the snapshot run {run_id} failed in {failed}; its task logs are in the Airflow UI")
         return False
-    doc = orjson.loads(layout.offsets.read_bytes())
-    source = doc.get("offset", {}).get("source", {})
-    return source.get("gtids") == target_gtids
+    step("snapshot released and merged into Delta")
+    return True
 
 
-def report(config: ConnectorConfig, conn: pymysql.Connection, eventlog: Path, sink: str) -> int:
+def report(
+    config: ConnectorConfig, conn: pymysql.Connection, airflow_url: str, login: str, started: float
+) -> int:
+    from tidemark_airflow.lakehouse import lakehouse_paths
+
     from cdc_core.cli import status_document
-    from demo.verify import events_by_topic, replay_matches_source
+    from demo.captured import events_by_topic, print_captured
+    from demo.compare import compare_tables, print_side_by_side
+    from spark_jobs.session import build_session
 
-    topics = events_by_topic(config, eventlog, sink)
-    prefix = config.topic_prefix
-    print()
-    print(f"{'topic':38s} {'c':>6s} {'u':>6s} {'d':>6s} {'tombstones':>10s}")
-    for topic in sorted(t for t in topics if t.startswith(f"{prefix}.{DATABASE}.")):
-        ops = Counter("tombstone" if v is None else v["op"] for _, v, _ in topics[topic])
-        print(f"{topic:38s} {ops['c']:6d} {ops['u']:6d} {ops['d']:6d} {ops['tombstone']:10d}")
-    txn = [v for _, v, _ in topics.get(f"{prefix}.transaction", [])]
-    ends = [v for v in txn if v["status"] == "END"]
-    print(
-        f"\ntransactions: {sum(v['status'] == 'BEGIN' for v in txn)} BEGIN / {len(ends)} END events, "
-        f"{sum(v['event_count'] for v in ends)} change events inside them"
-    )
-    schema_changes = [v for _, v, _ in topics.get(prefix, [])]
-    for change in schema_changes:
-        print(f"schema change: {change['ddl'].split(chr(10))[0][:90]}")
-    status = status_document(config)
-    print(f"committed position: {status['committed_position']}")
-    print(f"source head:        {status.get('source_head')}")
+    print_captured(events_by_topic(config), config.topic_prefix, DATABASE)
+    print(f"committed position: {status_document(config, check_source=False)['committed_position']}")
 
-    samples(topics, prefix)
-    ok = replay_matches_source(config, conn, topics, DATABASE)
-    print()
+    step("comparing every source table with its Delta table")
+    spark = build_session("tidemark-demo-compare", master="local[2]", conf={"spark.ui.enabled": "false"})
+    try:
+        results = compare_tables(spark, conn, config, DATABASE, lakehouse_paths(config)["delta_root"])
+    finally:
+        spark.stop()
+    print_side_by_side(results)
+    equal = all(r.equal for r in results)
     print(
-        "replaying the events gives the source tables exactly" if ok else "MISMATCH between events and source"
+        "\nDelta equals the source: every table has the same rows and checksum"
+        if equal
+        else "\nMISMATCH between the source and Delta"
     )
     print(
-        f"\nEvents are in {eventlog.relative_to(ROOT) if sink == 'local' else 'Kafka'}; "
-        f"`.venv/bin/tidemark status --config .local/demo/connector.yaml` shows the state."
+        f"\nAirflow UI:   {airflow_url}  (login {login})\n"
+        f'Status page:  {airflow_url}/tidemark/  ("Tidemark" in the UI\'s navigation)\n'
+        f"Delta tables: {lakehouse_paths(config)['delta_root']}\n"
+        f"The streamer keeps running under Airflow ({streamer_dag.stream_dag(config)}); `make down` stops the stack.\n"
+        f"demo finished in {time.monotonic() - started:.0f}s"
     )
-    return 0 if ok else 1
-
-
-def samples(topics: dict[str, list[Any]], prefix: str) -> None:
-    orders = topics.get(f"{prefix}.{DATABASE}.orders", [])
-    products = topics.get(f"{prefix}.{DATABASE}.products", [])
-    update = next((v for _, v, _ in orders if v and v["op"] == "u"), None)
-    key_change = next(((k, v, h) for k, v, h in products if h), None)
-    print("\nsample update event (orders):")
-    if update:
-        shown = {k: update[k] for k in ("before", "after", "op", "transaction")}
-        shown["source"] = {k: update["source"][k] for k in ("db", "table", "gtid", "file", "pos", "row")}
-        print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
-    if key_change:
-        key, _, headers = key_change
-        new_key = orjson.loads(headers["__debezium.newkey"])
-        new_key = new_key.get("payload", new_key)
-        print(
-            f"\nprimary-key change (products): delete of {key} with header __debezium.newkey={new_key}, "
-            "its tombstone, then a create of the new key"
-        )
+    return 0 if equal else 1
 
 
 if __name__ == "__main__":

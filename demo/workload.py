@@ -1,6 +1,6 @@
-"""A small shop schema and a write workload that exercises what the streamer must handle:
-inserts, updates, deletes, multi-table transactions, a primary-key change, and a schema
-change in the middle of the traffic."""
+"""A small shop schema, the history it holds before capture starts, and a write workload
+that exercises what the streamer must handle: inserts, updates, deletes, multi-table
+transactions, a primary-key change, and a schema change in the middle of the traffic."""
 
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ def create_schema(conn: pymysql.Connection, database: str) -> None:
             cur.execute(statement)
 
 
-def run_workload(conn: pymysql.Connection, database: str, orders: int = 300, seed: int = 7) -> dict[str, int]:
-    """Writes with autocommit off so each business action is one transaction."""
+def seed_history(conn: pymysql.Connection, database: str, orders: int = 100, seed: int = 3) -> dict[str, int]:
+    """What the shop holds before capture starts: the catalog (40 customers, 25 products)
+    and `orders` orders. The streamer never sees these inserts; a snapshot brings them."""
     rng = random.Random(seed)
     conn.autocommit(False)
     stats = {"transactions": 0}
@@ -75,21 +76,29 @@ def run_workload(conn: pymysql.Connection, database: str, orders: int = 300, see
             )
         conn.commit()
         stats["transactions"] += 1
+        for _ in range(orders):
+            _place_order(cur, rng)
+            conn.commit()
+            stats["transactions"] += 1
+    conn.autocommit(True)
+    return stats
+
+
+def run_workload(conn: pymysql.Connection, database: str, orders: int = 300, seed: int = 7) -> dict[str, int]:
+    """Live traffic on a seeded shop, with autocommit off so each business action is one
+    transaction: new orders (multi-table), shipping and cancellations, updates of rows
+    placed before capture, an ALTER TABLE and a primary-key change in the middle, and a
+    deleted customer."""
+    rng = random.Random(seed)
+    conn.autocommit(False)
+    stats = {"transactions": 0}
+    with conn.cursor() as cur:
+        cur.execute(f"USE `{database}`")
+        cur.execute("UPDATE orders SET status = 'shipped' WHERE status = 'paid' AND id <= 10")
+        conn.commit()
+        stats["transactions"] += 1
         for n in range(orders):
-            customer = rng.randint(1, 40)
-            lines = rng.randint(1, 4)
-            total = Decimal(0)
-            cur.execute(
-                "INSERT INTO orders (customer_id, status, total) VALUES (%s, 'new', 0)",
-                (customer,),
-            )
-            order_id = cur.lastrowid
-            for line in range(1, lines + 1):
-                qty = rng.randint(1, 5)
-                sku = f"SKU-{rng.randint(0, 24):03d}"
-                cur.execute("INSERT INTO order_lines VALUES (%s, %s, %s, %s)", (order_id, line, sku, qty))
-                total += qty * Decimal("9.99")
-            cur.execute("UPDATE orders SET total = %s, status = 'paid' WHERE id = %s", (total, order_id))
+            order_id = _place_order(cur, rng)
             conn.commit()
             stats["transactions"] += 1
             if n % 7 == 3:
@@ -113,3 +122,19 @@ def run_workload(conn: pymysql.Connection, database: str, orders: int = 300, see
         stats["transactions"] += 1
     conn.autocommit(True)
     return stats
+
+
+def _place_order(cur: pymysql.cursors.Cursor, rng: random.Random) -> int:
+    """One paid order of 1-4 lines (the caller commits); its id."""
+    customer = rng.randint(1, 40)
+    lines = rng.randint(1, 4)
+    total = Decimal(0)
+    cur.execute("INSERT INTO orders (customer_id, status, total) VALUES (%s, 'new', 0)", (customer,))
+    order_id = cur.lastrowid
+    for line in range(1, lines + 1):
+        qty = rng.randint(1, 5)
+        sku = f"SKU-{rng.randint(0, 24):03d}"
+        cur.execute("INSERT INTO order_lines VALUES (%s, %s, %s, %s)", (order_id, line, sku, qty))
+        total += qty * Decimal("9.99")
+    cur.execute("UPDATE orders SET total = %s, status = 'paid' WHERE id = %s", (total, order_id))
+    return order_id

@@ -241,7 +241,9 @@ class JdbcBatches:
             reader = reader.option("customSchema", as_text)
         predicates = [jdbc.predicate(plan, decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
         frame = reader.jdbc(self.url, table_name(self.schema.id), predicates=predicates)
-        frame.select(*self.columns).write.option("maxRecordsPerFile", 0).parquet(base)
+        frame.select(*[as_staged(frame, c) for c in self.columns]).write.option(
+            "maxRecordsPerFile", 0
+        ).parquet(base)
 
     def _close(
         self,
@@ -269,6 +271,24 @@ class JdbcBatches:
             time.monotonic() - began,
         )
         return results
+
+
+# Spark's marker of a CHAR(n)/VARCHAR(n) string column (the JDBC reader gives ENUM and SET,
+# which the driver reports as CHAR, the same).
+CHAR_VARCHAR_TYPE = "__CHAR_VARCHAR_TYPE_STRING"
+
+
+def as_staged(frame: Any, column: str) -> Any:
+    """A column as it is staged: CHAR and VARCHAR values as plain strings. Spark keeps a
+    char(n) type in the Parquet schema it writes, and a Spark that reads the file again
+    (the merge's fast path) pads its values to n with spaces: 'paid' would land in Delta
+    as 'paid     '."""
+    from pyspark.sql import functions as F
+
+    selected = F.col(f"`{column}`")
+    if CHAR_VARCHAR_TYPE in frame.schema[column].metadata:
+        return selected.cast("string").alias(column)
+    return selected
 
 
 def staged_files(base: str) -> dict[int, tuple[str, int]]:

@@ -104,10 +104,12 @@ def kafka_bootstrap() -> str:
     return os.environ["TIDEMARK_KAFKA_BOOTSTRAP"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def airflow_server():
     """The running Airflow (api-server, scheduler, worker) with the tests' DAG bundles;
-    started on first use if it is not running (see tests/support/airflow_server.py)."""
+    started for a module that uses it if it is not running, and stopped after that module
+    (see tests/support/airflow_server.py): the other Airflow tests run `dag.test()` on the
+    same SQLite metadata database and must not meet a scheduler there."""
     from tests.support.airflow_server import running_airflow
 
     with running_airflow() as server:

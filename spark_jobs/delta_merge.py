@@ -32,10 +32,20 @@ from pyspark.sql import functions as F
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import evolution
-from spark_jobs.merge.changes import newest_per_key, table_changes
+from spark_jobs.merge.changes import estimated_bytes, newest_per_key, table_changes
 from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
-from spark_jobs.merge.options import MergeOptions
-from spark_jobs.merge.records import Shapes, check_recognised, collect_shapes, cut, parse, value_text
+from spark_jobs.merge.known_schemas import KnownSchemas
+from spark_jobs.merge.options import DEFAULT_BROADCAST_MB, MergeOptions
+from spark_jobs.merge.records import (
+    Shapes,
+    census,
+    check_recognised,
+    collect_shapes,
+    cut,
+    cut_known,
+    parse,
+    value_text,
+)
 from spark_jobs.merge.releases import Release, parse_release, release_rows
 from spark_jobs.merge.scd2 import merge_history
 from spark_jobs.merge.transactions import PendingStore, split_complete
@@ -80,14 +90,21 @@ def apply_aligned(
     pending: PendingStore,
     batch_id: int,
     options: MergeOptions | None = None,
+    known: KnownSchemas | None = None,
 ) -> int:
     """`merge_parsed` on the records of complete source transactions (this batch's and
     those held back before); the rest is held for the next batch."""
     combined = records.select("topic", "key", "value").unionByName(pending.read(batch_id))
-    with parsed_batch(combined, prefix) as (parsed, shapes):
+    started = time.monotonic()
+    with parsed_batch(combined, prefix, known) as (parsed, shapes):
+        log.info(
+            "batch %d: %d records parsed in %.1fs", batch_id, sum(shapes.records.values()), _since(started)
+        )
         split = split_complete(parsed, prefix)
         try:
+            started = time.monotonic()
             upto, merged = split.positions()
+            log.info("batch %d: transactions aligned in %.1fs", batch_id, _since(started))
             positions = {"upto": upto, "merged": merged}
             topics = {f"{prefix}.{table}" for table in merged}
             # A table without merged transactions may still have events without one.
@@ -98,33 +115,76 @@ def apply_aligned(
             touched = merge_parsed(
                 spark, split.now, topics, shapes, root, prefix, reached, positions, options
             )
+            started = time.monotonic()
             pending.write(
                 batch_id, split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
             )
+            log.info("batch %d: incomplete transactions held back in %.1fs", batch_id, _since(started))
             return touched
         finally:
             split.release()
 
 
+def _since(started: float) -> float:
+    return time.monotonic() - started
+
+
 @contextmanager
-def parsed_batch(records: DataFrame, prefix: str) -> Iterator[tuple[DataFrame, Shapes]]:
-    """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes;
-    cut again the slow way if the fast cut went wrong. Records that are not JSON events
-    fail the batch before anything is merged."""
-    for fast in (True, False):
-        cuts = cut(records, fast).persist()
-        shapes = collect_shapes(cuts, fast, boundary_topics(prefix))
-        if not shapes.cut_wrong:
-            break
-        cuts.unpersist()
-    parsed = parse(cuts, shapes).persist()
-    parsed.count()  # built from `cuts` before they go
-    cuts.unpersist()
+def parsed_batch(
+    records: DataFrame, prefix: str, known: KnownSchemas | None = None
+) -> Iterator[tuple[DataFrame, Shapes]]:
+    """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes.
+
+    Records whose schema is known (`known`: from earlier batches of the run and a sample
+    of this one) are cut by prefix and parsed in one pass. The others, if any, are cut by
+    searching, their schemas collected, then parsed (cut again the slow way if the fast
+    search cut wrong). Records that are not JSON events fail the batch before anything is
+    merged."""
+    known = known if known is not None else KnownSchemas()
+    known.sample(records)
+    not_rows = boundary_topics(prefix)
+    first = known.shapes(records.sparkSession, not_rows)
+    pairs = known.pairs()
+    cached: list[DataFrame] = []
     try:
-        check_recognised(parsed)
-        yield parsed, shapes
+        parsed, counts = None, {}
+        if pairs:
+            parsed = parse(cut_known(records, pairs), first).persist()
+            cached.append(parsed)
+            counts = census(parsed)
+        shapes = first.only(set(counts))
+        uncut = {topic for topic, schema_id in counts if schema_id is None}
+        if parsed is None or uncut:
+            log.info("schemas not known yet on %s: cut by search", sorted(uncut) or "every topic")
+            # The records `cut_known` left are in the cache with their value as payload.
+            rest_records = (
+                records
+                if parsed is None
+                else parsed.where(F.col("schema_id").isNull() & F.col("payload").isNotNull()).select(
+                    "topic", "key", F.col("payload").alias("value")
+                )
+            )
+            for fast in (True, False):
+                cuts = cut(rest_records, fast).persist()
+                more = collect_shapes(cuts, fast, not_rows).adopting(shapes)
+                if not more.cut_wrong:
+                    break
+                cuts.unpersist()
+            rest = parse(cuts, more).persist()
+            cached.append(rest)
+            rest.count()  # built from `cuts` before they go
+            cuts.unpersist()
+            if parsed is not None:
+                done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
+                rest = done.unionByName(rest, allowMissingColumns=True)
+            parsed, shapes = rest, shapes | more
+            counts = census(parsed)
+        check_recognised(parsed, counts)
+        known.learn(shapes)
+        yield parsed, shapes.counted(counts)
     finally:
-        parsed.unpersist()
+        for frame in cached:
+            frame.unpersist()
 
 
 def merge_parsed(
@@ -180,8 +240,19 @@ def merge_parsed(
         if table.scd2:
             merge_history(spark, path, rows, keys, {"tidemark": metadata}, **layout)
         else:
-            merge_changes(spark, path, newest_per_key(rows, keys), keys, {"tidemark": metadata}, **layout)
-        log.info("%s merged in %.1fs", name, time.monotonic() - started)
+            # At most one row per event of the table (and per released row, counted apart).
+            events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
+            small = estimated_bytes(rows.schema, events_in_batch) <= table.broadcast_bytes
+            merge_changes(
+                spark,
+                path,
+                newest_per_key(rows, keys),
+                keys,
+                {"tidemark": metadata},
+                **layout,
+                broadcast=small,
+            )
+        log.info("%s merged in %.1fs", name, _since(started))
     return len(plans)
 
 
@@ -220,12 +291,13 @@ def run_kafka(
     )
 
     pending = PendingStore(spark, f"{checkpoint.rstrip('/')}/held-back")
+    known = KnownSchemas()
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         reached: dict[str, Any] = {}
         for row in batch.groupBy("topic", "partition").agg(F.max("offset").alias("offset")).collect():
             reached.setdefault(row.topic, {})[str(row.partition)] = row.offset
-        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options)
+        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known)
         log.info("batch %d: %d table(s)", batch_id, touched)
 
     writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
@@ -306,13 +378,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DB.TABLE=COLS",
         help="cluster a new table (liquid)",
     )
+    parser.add_argument(
+        "--broadcast-mb",
+        type=int,
+        default=DEFAULT_BROADCAST_MB,
+        help="broadcast a table's batch in its MERGE when estimated at most this size (0: never)",
+    )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
     args = parser.parse_args(argv)
 
     from spark_jobs.session import build_session
 
     config = load_config(args.config)
-    options = MergeOptions.from_args(args.scd2, args.partition_by, args.cluster_by)
+    options = MergeOptions.from_args(args.scd2, args.partition_by, args.cluster_by, args.broadcast_mb)
     if config.get("sink.type") != "kafka" and args.trigger != "available-now":
         raise SystemExit("the embedded event log is merged in available-now runs only")
     with merge_lease(args.checkpoint):

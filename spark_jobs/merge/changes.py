@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
@@ -92,6 +93,26 @@ def _typed(parsed: DataFrame, shape: Shape) -> DataFrame:
         F.col("p.transaction.id").alias("_cdc_txn_id"),
         (F.col("p.op") == "d").alias("_cdc_deleted"),
     )
+
+
+# Bytes a value takes in a Spark row, roughly (a text column: a short text and its length).
+_WIDTH = {
+    T.BooleanType: 1,
+    T.ByteType: 1,
+    T.ShortType: 2,
+    T.IntegerType: 4,
+    T.DateType: 4,
+    T.FloatType: 4,
+    T.StringType: 32,
+    T.BinaryType: 32,
+    T.DecimalType: 16,
+}
+
+
+def estimated_bytes(schema: T.StructType, rows: int) -> int:
+    """What `rows` rows of `schema` take in memory, as a broadcast would hold them."""
+    width = sum(8 + _WIDTH.get(type(f.dataType), 8) for f in schema.fields)
+    return rows * width
 
 
 def newest_per_key(rows: DataFrame, keys: tuple[str, ...]) -> DataFrame:

@@ -21,6 +21,12 @@ from spark_jobs.merge.changes import ORDER_KEY
 from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# Delta reads a MERGE's source twice (to find the files it touches, then to rewrite them)
+# and so materialises it first, by default on disk only. The source of a merge is one
+# batch's newest rows per key: memory first, spilling to disk when short.
+MATERIALIZED_SOURCE_LEVEL = {
+    "spark.databricks.delta.merge.materializeSource.rddStorageLevel": "MEMORY_AND_DISK"
+}
 
 
 def newer_condition(source: str = "s", target: str = "t") -> str:
@@ -47,24 +53,29 @@ def merge_changes(
     commit_metadata: dict[str, Any] | None = None,
     partition_by: tuple[str, ...] = (),
     cluster_by: tuple[str, ...] = (),
+    broadcast: bool = False,
 ) -> None:
     """MERGE `changes` (at most one row per key) into the Delta table at `path`, creating
     it on first use; columns new to the table are added (schema evolution). The commit
-    carries `commit_metadata` (e.g. the source position reached) as its user metadata."""
+    carries `commit_metadata` (e.g. the source position reached) as its user metadata.
+    `broadcast`: the batch is small enough to send to every task whole, so the table is
+    joined with it where it lies instead of being shuffled by key (both of the MERGE's
+    passes; the table's size then costs a scan, not a shuffle)."""
     from delta.tables import DeltaTable
 
     if not table_exists(spark, path):
         create_table(spark, path, changes.limit(0), partition_by, cluster_by)
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    source = F.broadcast(changes) if broadcast else changes
     builder = (
         DeltaTable.forPath(spark, path)
         .alias("t")
-        .merge(changes.alias("s"), on)
+        .merge(source.alias("s"), on)
         .withSchemaEvolution()
         .whenMatchedUpdateAll(condition=newer_condition())
         .whenNotMatchedInsertAll()
     )
-    with user_metadata(spark, commit_metadata):
+    with commit_settings(spark, commit_metadata):
         builder.execute()
 
 
@@ -102,19 +113,28 @@ def enable_type_widening(spark: SparkSession, path: str) -> None:
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
 
 
-class user_metadata:
-    """The session's commit user metadata for the commits inside the block."""
+class commit_settings:
+    """The settings of a merge's commit for the block: its user metadata (when given) and
+    where Delta keeps the materialised source; the session's own values come back after."""
 
     def __init__(self, spark: SparkSession, metadata: dict[str, Any] | None) -> None:
-        self.spark, self.text = spark, json.dumps(metadata, sort_keys=True) if metadata else None
+        self.spark = spark
+        self.settings = dict(MATERIALIZED_SOURCE_LEVEL)
+        if metadata:
+            self.settings[USER_METADATA] = json.dumps(metadata, sort_keys=True)
+        self.before: dict[str, str | None] = {}
 
     def __enter__(self) -> None:
-        if self.text is not None:
-            self.spark.conf.set(USER_METADATA, self.text)
+        for key, value in self.settings.items():
+            self.before[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
 
     def __exit__(self, *exc: object) -> None:
-        if self.text is not None:
-            self.spark.conf.unset(USER_METADATA)
+        for key, value in self.before.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
 
 
 def live_rows(spark: SparkSession, path: str, bookkeeping: bool = False) -> DataFrame:

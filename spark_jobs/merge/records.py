@@ -21,7 +21,8 @@ event would cost more than the MERGE, so each record is handled in two steps:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -32,7 +33,7 @@ from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 
 RECORDS = "topic STRING, key STRING, value STRING"
-_OPEN, _CUT = '{"schema":', ',"payload":'
+OPEN, CUT = '{"schema":', ',"payload":'  # a value in the streamer's form: OPEN schema CUT payload }
 _WRAPPED = "schema STRING, payload STRING"
 _TRANSACTION = T.StructType(
     [
@@ -74,28 +75,44 @@ PAYLOAD = T.StructType(
 def _head() -> Column:
     """`{"schema":S` of a value in the streamer's form (a byte search, no parse), else null."""
     value = F.col("value")
-    head = F.substring_index(value, _CUT, 1)
-    shaped = value.startswith(_OPEN) & value.endswith("}")
+    head = F.substring_index(value, CUT, 1)
+    shaped = value.startswith(OPEN) & value.endswith("}")
     return F.when(shaped & (F.octet_length(head) < F.octet_length(value)), head)
+
+
+def _known_index(known: Sequence[tuple[str, str]]) -> Column:
+    """The index in `known` of the (topic, schema) whose exact prefix the value has."""
+    if not known:
+        return F.lit(None).cast("int")
+    value = F.col("value")
+    index = None
+    for i, (topic, text) in enumerate(known):
+        this = (F.col("topic") == topic) & value.startswith(OPEN + text + CUT)
+        index = F.when(this, F.lit(i)) if index is None else index.when(this, F.lit(i))
+    assert index is not None
+    return F.when(value.endswith("}"), index)
+
+
+def _bytes_between(start: str, length: str) -> Column:
+    """The value's bytes from the (1-based) byte `start`, `length` of them, as text: a
+    string's substring counts characters, walking the schema's bytes one by one."""
+    return F.expr(f"CAST(substring(CAST(value AS BINARY), {start}, {length}) AS STRING)")
 
 
 def cut(records: DataFrame, fast: bool = True) -> DataFrame:
     """`topic, key, schema, schema_id, payload` per record of `topic, key, value`
-    (`payload` null for a tombstone)."""
+    (`payload` null for a tombstone), the schema found by searching (`_head`)."""
     # Each step is a projection of its own, so the head and the wrapper are found once per
-    # record; the wrapper is parsed only for records the fast cut does not take.
+    # record; the wrapper is parsed only for records the search does not take.
     head = _head() if fast else F.lit(None).cast("string")
     headed = records.select("topic", "key", "value", head.alias("_head"))
     wrapped = F.when(F.col("_head").isNull(), F.from_json("value", _WRAPPED))
     parsed = headed.select("*", wrapped.alias("_wrapped"))
     fast_cut = F.col("_head").isNotNull()
-    schema = F.expr(f"CAST(substring(CAST(_head AS BINARY), {len(_OPEN) + 1}) AS STRING)")
-    # The payload is cut by byte offsets on the binary form: a string's substring counts
-    # characters from the start.
-    start = f"octet_length(_head) + {len(_CUT) + 1}"
-    rest = F.expr(
-        f"CAST(substring(CAST(value AS BINARY), {start}, octet_length(value) - ({start})) AS STRING)"
-    )
+    schema = _bytes_between(f"{len(OPEN) + 1}", f"octet_length(_head) - {len(OPEN)}")
+    # The payload is cut by byte offsets on the binary form, as above.
+    start = f"octet_length(_head) + {len(CUT) + 1}"
+    rest = _bytes_between(start, f"octet_length(value) - ({start})")
     slow_payload = F.coalesce(F.col("_wrapped.payload"), F.col("value"))
     texts = parsed.select(
         "topic",
@@ -106,14 +123,39 @@ def cut(records: DataFrame, fast: bool = True) -> DataFrame:
     return texts.select("topic", "key", "schema", F.xxhash64("schema").alias("schema_id"), "payload")
 
 
+def cut_known(records: DataFrame, known: Sequence[tuple[str, str]]) -> DataFrame:
+    """`cut`'s columns for records whose (topic, schema text) is one of `known`, with the
+    id `cut` would give it, in one projection with no search; `schema` is null. Other
+    records keep their value as `payload` with a null `schema_id`, for `cut`."""
+    offsets = F.array(*[F.lit(len((OPEN + text + CUT).encode())) for _, text in known])
+    ids = F.array(*[F.xxhash64(F.lit(text)) for _, text in known])  # folded to constants
+    # `when`: Spark 4.2 folds element_at of a one-element literal array to the element,
+    # even for a null index.
+    k = F.col("_k")
+    matched = records.select("topic", "key", "value", _known_index(known).alias("_k")).select(
+        "*", F.when(k.isNotNull(), F.element_at(offsets, k + 1)).alias("_offset")
+    )
+    by_prefix = _bytes_between("_offset + 1", "octet_length(value) - _offset - 1")
+    return matched.select(
+        "topic",
+        "key",
+        F.lit(None).cast("string").alias("schema"),
+        F.when(k.isNotNull(), F.element_at(ids, k + 1)).alias("schema_id"),
+        F.when(F.col("_k").isNotNull(), by_prefix).otherwise(F.col("value")).alias("payload"),
+    )
+
+
 def value_text(schemas: dict[int, str]) -> Column:
     """The record's value again from `schema_id` and `payload` (for records held back),
     with `schemas` mapping each schema id of the batch to its text."""
     schema = F.lit(None).cast("string")
     for schema_id, text in schemas.items():
         schema = F.when(F.col("schema_id") == F.lit(schema_id), F.lit(text)).otherwise(schema)
-    wrapped = F.concat(F.lit(_OPEN), schema, F.lit(_CUT), F.col("payload"), F.lit("}"))
+    wrapped = F.concat(F.lit(OPEN), schema, F.lit(CUT), F.col("payload"), F.lit("}"))
     return F.when(schema.isNotNull(), wrapped).otherwise(F.col("payload"))
+
+
+Census = dict[tuple[str, int], tuple[int, int]]  # (topic, schema id) -> (records, unrecognised)
 
 
 @dataclass(frozen=True)
@@ -132,6 +174,7 @@ class Shape:
 class Shapes:
     by_topic: dict[str, list[Shape]] = field(default_factory=dict)
     cut_wrong: bool = False  # a schema was cut short: cut the batch again with fast=False
+    records: dict[str, int] = field(default_factory=dict)  # records with a payload, per topic
 
     def of(self, topic: str) -> list[Shape]:
         return self.by_topic.get(topic, [])
@@ -142,6 +185,42 @@ class Shapes:
     def texts(self) -> dict[int, str]:
         return {s.schema_id: s.text for s in self.all() if s.text is not None}
 
+    def counted(self, counts: Census) -> Shapes:
+        """These shapes with the number of records per topic."""
+        records: dict[str, int] = {}
+        for (topic, _), (n, _) in counts.items():
+            records[topic] = records.get(topic, 0) + n
+        return Shapes(self.by_topic, self.cut_wrong, records)
+
+    def only(self, present: set[tuple[str, int]]) -> Shapes:
+        """The shapes among `present` (topic, schema id) pairs."""
+        kept: dict[str, list[Shape]] = {}
+        for shape in self.all():
+            if (shape.topic, shape.schema_id) in present:
+                kept.setdefault(shape.topic, []).append(shape)
+        return Shapes(kept)
+
+    def adopting(self, other: Shapes) -> Shapes:
+        """These shapes, each one `other` has too (same topic and schema) taking its
+        column: the rows of one schema then land in one column when parsed parts of a
+        batch are unioned."""
+        theirs = {(s.topic, s.schema_id): s.column for s in other.all()}
+        return Shapes(
+            {
+                topic: [replace(s, column=theirs.get((s.topic, s.schema_id), s.column)) for s in shapes]
+                for topic, shapes in self.by_topic.items()
+            },
+            self.cut_wrong,
+        )
+
+    def __or__(self, other: Shapes) -> Shapes:
+        """Both sets of shapes, each (topic, schema) once."""
+        joined = {t: list(v) for t, v in self.by_topic.items()}
+        seen = {(s.topic, s.schema_id) for s in self.all()}
+        for topic, shapes in other.by_topic.items():
+            joined.setdefault(topic, []).extend(s for s in shapes if (s.topic, s.schema_id) not in seen)
+        return Shapes(joined)
+
 
 def collect_shapes(cuts: DataFrame, fast: bool, not_rows: set[str]) -> Shapes:
     """The distinct schemas per topic: their ids from `cuts` (one small aggregation), each
@@ -149,7 +228,7 @@ def collect_shapes(cuts: DataFrame, fast: bool, not_rows: set[str]) -> Shapes:
     repeated schema text costs little there, as Spark's in-memory columns keep a
     dictionary of distinct values). A schema that is not JSON after a fast cut means the
     cut was wrong (`Shapes.cut_wrong`). Records of `not_rows` (transaction boundaries,
-    releases) carry no row to parse."""
+    releases) carry no row to parse; the others' rows get columns `row_<n>`."""
     found = cuts.where(F.col("payload").isNotNull()).groupBy("topic", "schema_id").count().collect()
     by_topic: dict[str, list[Shape]] = {}
     for n, row in enumerate(sorted(found, key=lambda r: (r.topic, r.schema_id))):
@@ -211,9 +290,9 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
             [T.StructField("before", image), T.StructField("after", image), *PAYLOAD.fields]
         )
         full.append(F.when(this, F.from_json(payload, read_as)).alias(f"_{shape.column}"))
-    staged = cuts.drop("schema").select(
-        "*", F.when(~is_row, F.from_json(payload, PAYLOAD)).alias("_p"), *full
-    )
+    # A record `cut_known` left uncut (no schema id) is parsed later, the general way.
+    other = ~is_row & F.col("schema_id").isNotNull()
+    staged = cuts.drop("schema").select("*", F.when(other, F.from_json(payload, PAYLOAD)).alias("_p"), *full)
     p = F.col("_p")
     for shape in rows:
         v = F.col(f"_{shape.column}")
@@ -235,12 +314,28 @@ def recognised() -> Column:
     return F.coalesce(F.col("p.op"), F.col("p.status"), F.col("p.data_collection")).isNotNull()
 
 
-def check_recognised(parsed: DataFrame) -> None:
+def census(parsed: DataFrame) -> Census:
+    """Per (topic, schema id) of the records that have a payload: how many, and how many
+    of them are not a recognised event. One aggregation; it also fills the cache."""
+    rows = (
+        parsed.where(F.col("payload").isNotNull())
+        .groupBy("topic", "schema_id")
+        .agg(F.count("*").alias("n"), F.count(F.when(~recognised(), 1)).alias("bad"))
+        .collect()
+    )
+    return {(r.topic, r.schema_id): (r.n, r.bad) for r in rows}
+
+
+def check_recognised(parsed: DataFrame, counts: Census | None = None) -> None:
     """Records whose payload is not a JSON event are an error naming the topic: merging
     around them would lose them."""
-    bad = parsed.where(F.col("payload").isNotNull() & ~recognised()).groupBy("topic").count().collect()
+    counts = census(parsed) if counts is None else counts
+    bad: dict[str, int] = {}
+    for (topic, _), (_, n) in counts.items():
+        if n:
+            bad[topic] = bad.get(topic, 0) + n
     if bad:
-        detail = ", ".join(f"{r['count']} on {r.topic}" for r in sorted(bad, key=lambda r: r.topic))
+        detail = ", ".join(f"{n} on {topic}" for topic, n in sorted(bad.items()))
         raise TidemarkError(
             f"records whose value is not a JSON event ({detail}): nothing of this batch was merged"
         )

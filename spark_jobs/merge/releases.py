@@ -31,6 +31,7 @@ class Release:
     order: tuple[int, int, int]
     txn_id: str
     ts_ms: int
+    rows: int  # staged in the window (before the excluded keys are left out)
 
 
 def parse_release(value: str) -> Release:
@@ -49,6 +50,7 @@ def parse_release(value: str) -> Release:
             (order.epoch, order.rank, order.total_order),
             str(block.get("id")),
             int(payload.get("ts_ms") or 0),
+            int(payload.get("rows") or 0),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TidemarkError(f"a snapshot release record is incomplete ({exc!r}): {value[:300]}") from None

@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_jobs.merge.changes import ORDER_KEY
-from spark_jobs.merge.delta_apply import create_table, table_exists, user_metadata
+from spark_jobs.merge.delta_apply import commit_settings, create_table, table_exists
 
 END = ("_cdc_end_epoch", "_cdc_end_rank", "_cdc_end_total_order")
 CURRENT = "_cdc_current"
@@ -58,5 +58,5 @@ def merge_history(
         .whenMatchedUpdate(condition=changed, set={c: f"s.`{c}`" for c in (*END, CURRENT)})
         .whenNotMatchedInsertAll()
     )
-    with user_metadata(spark, commit_metadata):
+    with commit_settings(spark, commit_metadata):
         builder.execute()

@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.hadoop_files import delete_tree, exists, subfolders
-from spark_jobs.merge.records import PAYLOAD, RECORDS
+from spark_jobs.merge.records import RECORDS
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,11 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     held with their events. Records without a transaction (tombstones, events without
     transaction metadata) pass.
 
-    One aggregation per transaction compares the events in hand (distinct by total_order,
-    per table) with its END's counts; only the incomplete transactions — usually none or
-    the last few — are joined back to the records."""
+    The events in hand (distinct by table and total_order: an event delivered twice counts
+    once) are compared with each END's per-table counts after one shuffle of a few narrow
+    columns by transaction id, so every aggregation after it stays within its partition;
+    only the incomplete transactions — usually none or the last few — are joined back to
+    the records."""
     txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
     is_txn = F.col("topic") == txn_topic
     table = F.when(F.col("topic") == releases, F.col("p.data_collection")).otherwise(
@@ -74,44 +76,50 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         F.when(is_txn, F.col("p.status")).alias("_status"),
     )
     block = F.col("p.transaction")
-    events = tagged.where(~is_txn & block["total_order"].isNotNull()).select(
-        "_txn",
-        F.struct(table.alias("table"), block["total_order"].alias("order")).alias("_seen"),
-        block["transaction_epoch"].alias("_epoch"),
-        block["transaction_rank"].alias("_rank"),
-        F.lit(None).cast(PAYLOAD["data_collections"].dataType).alias("_counts"),
-    )
-    ends = tagged.where(is_txn & (F.col("_status") == "END")).select(
-        "_txn",
-        F.lit(None).cast(events.schema["_seen"].dataType).alias("_seen"),
-        F.lit(None).cast("long").alias("_epoch"),
-        F.lit(None).cast("long").alias("_rank"),
-        F.col("p.data_collections").alias("_counts"),
-    )
-    # An event delivered twice is one element of the set.
-    enough = F.forall(
-        F.element_at("_ends", 1),
-        lambda c: F.size(F.filter("_seen", lambda e: e["table"] == c["data_collection"])) >= c["event_count"],
-    )
-    per_txn = (
-        events.unionByName(ends)
-        .groupBy("_txn")
-        .agg(
-            F.collect_set("_seen").alias("_seen"),
-            F.collect_list("_counts").alias("_ends"),
-            F.min("_epoch").alias("_epoch"),
-            F.min("_rank").alias("_rank"),
-        )
+    is_event = ~is_txn & block["total_order"].isNotNull()
+    is_end = is_txn & (F.col("_status") == "END")
+    marks = (
+        tagged.where(is_event | is_end)
         .select(
             "_txn",
-            ((F.size("_ends") > 0) & enough).alias("_complete"),
-            F.array("_epoch", "_rank").alias("_key"),
-            F.array_distinct(F.transform("_seen", lambda e: e["table"])).alias("_tables"),
+            F.when(is_event, table).alias("_table"),
+            block["total_order"].alias("_order"),
+            block["transaction_epoch"].alias("_epoch"),
+            block["transaction_rank"].alias("_rank"),
+            F.when(is_end, F.col("p.data_collections")).alias("_counts"),
+            is_end.alias("_end"),
+        )
+        .repartition("_txn")
+    )
+    seen = (
+        marks.where(~F.col("_end"))
+        .dropDuplicates(["_txn", "_table", "_order"])
+        .groupBy("_txn", "_table")
+        .agg(F.count("*").alias("_n"), F.min("_epoch").alias("_epoch"), F.min("_rank").alias("_rank"))
+    )
+    expected = (
+        marks.where(F.col("_end"))
+        .select("_txn", F.explode_outer("_counts").alias("_c"))
+        .select(
+            "_txn",
+            F.col("_c.data_collection").alias("_table"),
+            F.col("_c.event_count").alias("_expected"),
+            F.lit(True).alias("_ended"),
+        )
+    )
+    enough = F.col("_expected").isNull() | (F.coalesce(F.col("_n"), F.lit(0)) >= F.col("_expected"))
+    per_txn = (
+        seen.join(expected, ["_txn", "_table"], "full")
+        .groupBy("_txn")
+        .agg(
+            (F.max(F.coalesce("_ended", F.lit(False))) & F.bool_and(enough)).alias("_complete"),
+            F.array(F.min("_epoch"), F.min("_rank")).alias("_key"),
+            F.collect_set(F.when(F.col("_n").isNotNull(), F.col("_table"))).alias("_tables"),
         )
         .persist()
     )
     incomplete = per_txn.where(~F.col("_complete")).select("_txn", F.lit(True).alias("_held"))
-    flagged = tagged.join(incomplete, "_txn", "left")
+    flagged = tagged.join(F.broadcast(incomplete), "_txn", "left")
     passes = F.col("_held").isNull() & F.col("_status").isNull()
     now = flagged.where(passes).drop("_txn", "_status", "_held")
     held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")

@@ -1,0 +1,98 @@
+"""The Connect schemas a merge has already seen, per topic, so most records are cut by a
+prefix comparison and parsed in the same pass, without first collecting the batch's
+schemas.
+
+A table's events repeat the same schema text until its DDL changes. Knowing that text,
+a record is `{"schema":` + text + `,"payload":` + payload + `}` exactly when its value
+starts with that prefix and ends with `}`: one memory comparison of the prefix and a
+copy of the payload, against a byte search through the whole schema and a hash of it
+(`records.cut`'s general path, about six times the cost). The schemas come from the
+batches merged before in the same run and from a few records sampled at the start of
+each batch; records whose schema is not known yet take the general path
+(`spark_jobs.delta_merge.parsed_batch`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_jobs.merge.records import CUT, OPEN, Shape, Shapes
+
+# Per topic, the most recent distinct schemas (a table's DDL history within one run).
+_PER_TOPIC = 8
+_SAMPLE = 16
+
+
+def known_ids(spark: SparkSession, known: Sequence[tuple[str, str]]) -> dict[int, str]:
+    """Each known schema text by the id `cut` gives it (Spark's xxhash64 of the text)."""
+    if not known:
+        return {}
+    texts = sorted({text for _, text in known})
+    row = spark.range(1).select(*[F.xxhash64(F.lit(t)) for t in texts]).first()
+    assert row is not None
+    return dict(zip(row, texts, strict=True))
+
+
+def schema_of(value: str | None) -> str | None:
+    """The schema text of a value in the streamer's form, or None. The text up to the
+    first `,"payload":` is the schema only if it is a whole JSON object: a schema holding
+    an object key "payload" is cut short there and is not valid JSON."""
+    if not value or not value.startswith(OPEN):
+        return None
+    end = value.find(CUT, len(OPEN))
+    if end < 0:
+        return None
+    text = value[len(OPEN) : end]
+    try:
+        return text if isinstance(json.loads(text), dict) else None
+    except ValueError:
+        return None
+
+
+class KnownSchemas:
+    """Schema texts per topic, newest first, with a sample key of the topic."""
+
+    def __init__(self) -> None:
+        self._by_topic: dict[str, list[str]] = {}
+        self._keys: dict[str, str | None] = {}
+
+    def add(self, topic: str, text: str, key: str | None) -> None:
+        texts = self._by_topic.setdefault(topic, [])
+        if text in texts:
+            texts.remove(text)
+        texts.insert(0, text)
+        del texts[_PER_TOPIC:]
+        if key is not None or topic not in self._keys:
+            self._keys[topic] = key
+
+    def learn(self, shapes: Shapes) -> None:
+        for shape in shapes.all():
+            if shape.schema is not None and shape.text is not None:
+                self.add(shape.topic, shape.text, shape.key)
+
+    def sample(self, records: DataFrame, size: int = _SAMPLE) -> None:
+        """Learn the schemas of the batch's first few records: Spark reads only as far as
+        it needs for them (the first partition, as a rule). A record of a topic not
+        sampled costs more (`parsed_batch`), once per run."""
+        for row in records.select("topic", "key", "value").limit(size).collect():
+            text = schema_of(row.value)
+            if text is not None:
+                self.add(row.topic, text, row.key)
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return [(topic, text) for topic, texts in sorted(self._by_topic.items()) for text in texts]
+
+    def shapes(self, spark: SparkSession, not_rows: set[str]) -> Shapes:
+        """Every known schema as a `Shape`, its parsed row in a column `row_k<n>` (apart
+        from the `row_<n>` columns `records.collect_shapes` names)."""
+        ids = {text: schema_id for schema_id, text in known_ids(spark, self.pairs()).items()}
+        by_topic: dict[str, list[Shape]] = {}
+        for n, (topic, text) in enumerate(self.pairs()):
+            column = "" if topic in not_rows else f"row_k{n}"
+            shape = Shape(topic, ids[text], json.loads(text), text, self._keys.get(topic), column)
+            by_topic.setdefault(topic, []).append(shape)
+        return Shapes(by_topic)

@@ -1,0 +1,83 @@
+"""Records whose Connect schema the merge already knows are cut by prefix and parsed in
+one pass; the rest are found by search. Whatever the merge knows beforehand, a batch
+parses to the same typed rows, and a held-back record's value comes back byte for byte."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cdc_core.events.connect_schema import field
+from tests.support.events import FIELDS, event, row, tombstone, transaction
+
+pytestmark = pytest.mark.integration
+
+WIDER = [*FIELDS, field("string", "nickname")]
+
+
+def batch() -> list[dict]:
+    """More records of one schema than the merge samples, then a second schema of the
+    table (a column added), a record in another JSON layout, a tombstone and
+    transaction boundaries, one transaction left open."""
+    records = [event("c", (0, n, 1), after=row(n, f"a{n}")) for n in range(1, 41)]
+    records += [
+        event(
+            "u", (0, 41, 1), before=row(1, "a1"), after=row(1, "b1", extra={"nickname": "x"}), fields=WIDER
+        ),
+        event("c", (0, 42, 1), after=row(42, "c42", extra={"nickname": "y"}), fields=WIDER),
+        event("d", (0, 43, 1), before=row(2, "a2")),
+        tombstone(2),
+        transaction("BEGIN", 44),
+        event("c", (0, 44, 1), after=row(44, "held")),  # its END is not in the batch
+    ]
+    spaced = event("c", (0, 45, 1), after=row(45, "spaced"))
+    records.append(dict(spaced, value=json.dumps(json.loads(spaced["value"]))))
+    records += [transaction("END", n, {"shop.accounts": 1}) for n in (*range(1, 44), 45)]
+    return records
+
+
+def parsed_outcome(spark, records, known):
+    """The typed change rows and the held-back records' values the merge derives."""
+    from spark_jobs.delta_merge import parsed_batch
+    from spark_jobs.merge.changes import table_changes
+    from spark_jobs.merge.records import value_text
+    from spark_jobs.merge.transactions import split_complete
+
+    frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+    with parsed_batch(frame, "tm", known) as (parsed, shapes):
+        (changes,) = table_changes(parsed, {"tm.shop.accounts"}, shapes)
+        rows = sorted(map(repr, changes.rows.collect()))
+        split = split_complete(parsed, "tm")
+        try:
+            held = split.held.select("topic", "key", value_text(shapes.texts()).alias("value")).collect()
+        finally:
+            split.release()
+        return rows, sorted(map(tuple, held)), shapes
+
+
+def test_a_batch_parses_alike_whatever_schemas_are_known(spark):
+    from spark_jobs.merge.known_schemas import KnownSchemas
+
+    records = batch()
+    cold = KnownSchemas()  # learns the first schema from its sample only
+    first = parsed_outcome(spark, records, cold)
+    assert len(cold.pairs()) == 2  # both schemas of the table (the boundaries carry none here)
+    warm = parsed_outcome(spark, records, cold)  # everything known but the spaced record's
+    rows, held, shapes = first
+    assert (warm[0], warm[1]) == (rows, held)
+    assert any("nickname='x'" in r for r in rows) and len(rows) == 45
+    assert held == sorted(
+        (r["topic"], r["key"], r["value"]) for r in records if "0-1-44" in (r["value"] or "")
+    )
+    assert shapes.records["tm.shop.accounts"] == 45
+
+
+def test_the_schema_text_is_taken_only_when_it_is_a_whole_object():
+    from spark_jobs.merge.known_schemas import schema_of
+
+    value = event("c", (0, 1, 1), after=row(1, "a"))["value"]
+    assert json.loads(schema_of(value)) == json.loads(value)["schema"]
+    odd = [*FIELDS[:1], field("string", "name", parameters={"note": "n", "payload": "p"}), *FIELDS[2:]]
+    assert schema_of(event("c", (0, 1, 1), after=row(1, "a"), fields=odd)["value"]) is None
+    assert schema_of('{"payload":{"op":"c"}}') is None and schema_of(None) is None

@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
@@ -24,7 +24,10 @@ from cdc_core.config.properties import compile_regex_list, full_match_any
 from cdc_core.errors import ConfigError
 from cdc_core.events import connect_schema
 from cdc_core.schema.model import TableId, TableSchema
-from cdc_core.source import IDENTITY, TypeMapper
+from cdc_core.source import IDENTITY, ColumnMapping, TypeMapper
+
+if TYPE_CHECKING:
+    from cdc_core.snapshot.staged_form import StagedForm
 
 
 class TableFilter:
@@ -64,29 +67,80 @@ class TableFilter:
 
 
 @dataclass(frozen=True)
-class _ValueRule:
-    patterns: list[re.Pattern[str]]
-    apply: Callable[[Any], Any]
-    changes_type_to_string: bool
+class Truncate:
+    """`column.truncate.to.N.chars`: a text value cut to its first N characters (code
+    points). Only text columns (`ColumnMapping.text`), as in Debezium."""
+
+    width: int
+    changes_type_to_string: ClassVar[bool] = False
+
+    def applies_to(self, mapping: ColumnMapping) -> bool:
+        return mapping.text
+
+    def apply(self, value: Any) -> Any:
+        return value[: self.width] if isinstance(value, str) else value
+
+
+@dataclass(frozen=True)
+class Mask:
+    """`column.mask.with.N.chars`: any value (of any type) replaced by N `*`."""
+
+    chars: int
+    changes_type_to_string: ClassVar[bool] = True
+
+    def applies_to(self, mapping: ColumnMapping) -> bool:
+        return True
+
+    def apply(self, value: Any) -> Any:
+        return "*" * self.chars
+
+
+@dataclass(frozen=True)
+class Hash:
+    """`column.mask.hash.ALG.with.salt.SALT`: the hex digest of the salt followed by the
+    value's event form (a string as is, anything else as its JSON text)."""
+
+    algorithm: str  # hashlib's name: sha256, md5, sha3_256, ...
+    salt: str = field(repr=False)  # kept out of logs
+    changes_type_to_string: ClassVar[bool] = True
+
+    @classmethod
+    def named(cls, alg: str, salt: str) -> Hash:
+        """The rule for the ALG of a property name (`SHA-256`, `MD5`, ...)."""
+        name = alg.replace("-", "").lower()
+        if name not in hashlib.algorithms_available:
+            raise ConfigError(f"column.mask.hash.{alg}.with.salt.{salt}", f"unknown hash algorithm {alg}")
+        return cls(name, salt)
+
+    def applies_to(self, mapping: ColumnMapping) -> bool:
+        return True
+
+    def apply(self, value: Any) -> Any:
+        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        return hashlib.new(self.algorithm, self.salt.encode() + text.encode()).hexdigest()
+
+
+ValueRule = Truncate | Mask | Hash
 
 
 class ColumnRules:
-    """Column include/exclude lists, masks, hashes and truncation from the config."""
+    """Column include/exclude lists, masks, hashes and truncation from the config.
+
+    The one definition of these rules: the streamer shapes events with them (`RowShaper`)
+    and the snapshot chunk readers shape staged rows with them
+    (`cdc_core.snapshot.staged_form`, and `spark_jobs/staged_rules.py` for Spark)."""
 
     def __init__(self, config: ConnectorConfig) -> None:
         self.include = config.get("column.include.list")
         self.exclude = config.get("column.exclude.list")
-        self.rules: list[_ValueRule] = []
+        # In the order they apply to a value: truncation, masks, hashes.
+        self.rules: list[tuple[list[re.Pattern[str]], ValueRule]] = []
         for (n,), patterns in config.family("column.truncate.to.N.chars"):
-            width = int(n)
-            self.rules.append(
-                _ValueRule(patterns, lambda v, w=width: v[:w] if isinstance(v, str) else v, False)
-            )
+            self.rules.append((patterns, Truncate(int(n))))
         for (n,), patterns in config.family("column.mask.with.N.chars"):
-            mask = "*" * int(n)
-            self.rules.append(_ValueRule(patterns, lambda v, m=mask: m, True))
+            self.rules.append((patterns, Mask(int(n))))
         for (alg, salt), patterns in config.family("column.mask.hash.ALG.with.salt.SALT"):
-            self.rules.append(_ValueRule(patterns, _hasher(alg, salt), True))
+            self.rules.append((patterns, Hash.named(alg, salt)))
         self.key_columns = _parse_key_columns(config.get("message.key.columns"))
 
     def keeps(self, table: TableId, column: str) -> bool:
@@ -95,9 +149,17 @@ class ColumnRules:
             return False
         return not (self.exclude and full_match_any(self.exclude, name))
 
-    def value_rules(self, table: TableId, column: str) -> list[_ValueRule]:
+    def value_rules(
+        self, table: TableId, column: str, mapping: ColumnMapping | None = None
+    ) -> list[ValueRule]:
+        """The rules matching a column, in the order they apply to its event value; with
+        its `mapping`, only those that apply to its type."""
         name = f"{table}.{column}"
-        return [r for r in self.rules if full_match_any(r.patterns, name)]
+        return [
+            rule
+            for patterns, rule in self.rules
+            if full_match_any(patterns, name) and (mapping is None or rule.applies_to(mapping))
+        ]
 
     def key_for(self, schema: TableSchema) -> tuple[str, ...]:
         """`message.key.columns` for this table if it names it, else the primary key."""
@@ -108,19 +170,6 @@ class ColumnRules:
                     raise ConfigError("message.key.columns", f"table {schema.id} has no column(s) {missing}")
                 return tuple(schema.column(c).name for c in columns)  # type: ignore[union-attr]
         return schema.primary_key
-
-
-def _hasher(alg: str, salt: str) -> Callable[[Any], Any]:
-    name = alg.replace("-", "").lower()
-    if name not in hashlib.algorithms_available:
-        raise ConfigError(f"column.mask.hash.{alg}.with.salt.{salt}", f"unknown hash algorithm {alg}")
-    salt_bytes = salt.encode()
-
-    def apply(v: Any) -> Any:
-        text = v if isinstance(v, str) else orjson.dumps(v).decode()
-        return hashlib.new(name, salt_bytes + text.encode()).hexdigest()
-
-    return apply
 
 
 def _parse_key_columns(spec: str | None) -> list[tuple[re.Pattern[str], list[str]]]:
@@ -138,10 +187,20 @@ class RowShaper:
     """Everything needed to turn one table's positional row values into event dicts.
 
     Built once per table schema version: kept columns, their converters (with masks),
-    the key columns, and the serialised key/value Connect schemas.
+    the key columns, and the serialised key/value Connect schemas. With `staged`, the
+    rows it is given are in that staged form (a Spark-staged snapshot window): positions
+    are the staged columns', and columns staged with their rules applied are taken as they
+    are, so the events are those the table's own rows would give.
     """
 
-    def __init__(self, schema: TableSchema, topic: str, rules: ColumnRules, types: TypeMapper) -> None:
+    def __init__(
+        self,
+        schema: TableSchema,
+        topic: str,
+        rules: ColumnRules,
+        types: TypeMapper,
+        staged: StagedForm | None = None,
+    ) -> None:
         self.schema = schema
         self.topic = topic
         self.key_names = rules.key_for(schema)
@@ -153,10 +212,14 @@ class RowShaper:
             mapping = types.map_column(column)
             convert = mapping.convert
             field_schema = mapping.schema
-            for rule in rules.value_rules(schema.id, column.name):
+            for rule in rules.value_rules(schema.id, column.name, mapping):
                 convert = _chain(convert, rule.apply)
                 if rule.changes_type_to_string:
                     field_schema = connect_schema.field("string", column.name, column.nullable)
+            if staged is not None:
+                position = staged.position(column.name)
+                if column.name in staged.shaped:
+                    convert = IDENTITY
             plan.append((column.name, position, convert))
             fields.append(field_schema)
         key_plan = []
@@ -165,7 +228,8 @@ class RowShaper:
             position = schema.position(name)
             assert position is not None
             mapping = types.map_column(schema.columns[position], optional=False)
-            key_plan.append((schema.columns[position].name, position, mapping.convert))
+            staged_at = position if staged is None else staged.position(name)
+            key_plan.append((schema.columns[position].name, staged_at, mapping.convert))
             key_fields.append(mapping.schema)
         self.plan = plan
         self.key_plan = key_plan

@@ -19,6 +19,7 @@ from cdc_core.schema.model import Column, TableId, TableSchema
 
 if TYPE_CHECKING:
     from cdc_core.snapshot.chunks import ChunkSource
+    from cdc_core.snapshot.staged_form import StagedForm
 
 
 @dataclass(slots=True)
@@ -48,6 +49,9 @@ class RowChange:
     after: tuple[Any, ...] | None
     source: dict[str, Any]
     ts_ms: int
+    # A snapshot read released from a Spark-staged window: `after` is in that staged form
+    # (the column rules already applied to the columns they change), not the table's.
+    staged: StagedForm | None = None
 
 
 @dataclass(slots=True)
@@ -132,6 +136,10 @@ class ColumnMapping:
 
     schema: Schema
     convert: Callable[[Any], Any]
+    # The event value is the column's own characters (CHAR, TEXT, ENUM, ...): the only
+    # values `column.truncate.to.N.chars` cuts. A timestamp's or a decimal's event value
+    # is a string too, but a cut one would no longer read as a timestamp or a decimal.
+    text: bool = False
 
 
 class TypeMapper(Protocol):

@@ -42,6 +42,7 @@ from typing import Any
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.connectors.mysql import jdbc, server, snapshot_request
 from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource, table_name
+from cdc_core.connectors.mysql.snapshot_request import Shaping
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.actions import (
@@ -55,7 +56,9 @@ from cdc_core.signals.conditions import parse_condition
 from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import decode_key, encode_key
+from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import filesystem_for, write_parquet
+from spark_jobs.staged_rules import staged_expressions
 
 log = logging.getLogger(__name__)
 
@@ -143,35 +146,53 @@ def open_window(source: MySqlChunkSource, signal_id: str, w: dict[str, Any]) -> 
 
 
 def close_window(
-    source: MySqlChunkSource, signal_id: str, window_id: str, columns: list[str], rows: int, staged: str
+    source: MySqlChunkSource, signal_id: str, window_id: str, form: StagedForm, rows: int, staged: str
 ) -> None:
+    """Write a window's high watermark: the table's columns (the streamer reads the chunk
+    again if they changed) and the digest of the form its rows are staged in."""
     source.write_watermark(
         WINDOW_CLOSE,
         f"{window_id}-close",
-        {"snapshot": signal_id, "window": window_id, "columns": columns, "rows": rows, "staged": staged},
+        {
+            "snapshot": signal_id,
+            "window": window_id,
+            "columns": list(form.schema.column_names),
+            "shaped": form.digest,
+            "rows": rows,
+            "staged": staged,
+        },
     )
 
 
 def run_windows(
-    windows: list[dict[str, Any]], params: dict[str, Any], signal_table: str, signal_id: str, staging: str
+    windows: list[dict[str, Any]],
+    params: dict[str, Any],
+    signal_table: str,
+    signal_id: str,
+    staging: str,
+    shaping: Shaping,
 ) -> list[dict[str, Any]]:
-    """On an executor, for tables Spark's JDBC reader cannot read exactly: LW, read with
-    Python, stage, HW for each window of this partition."""
+    """On an executor, for tables Spark's JDBC reader cannot read exactly (or whose column
+    rules it cannot apply exactly): LW, read with Python, shape, stage, HW for each window
+    of this partition."""
     source = MySqlChunkSource(params, signal_table)
     results = []
     try:
-        schemas: dict[str, TableSchema] = {}
+        forms: dict[str, StagedForm] = {}
         for w in windows:
             table = TableId.parse(w["table"])
-            schema = schemas.get(w["table"]) or table_schema(source, table)
-            schemas[w["table"]] = schema
+            form = forms.get(w["table"]) or shaping.form(table_schema(source, table), w["key"])
+            forms[w["table"]] = form
+            schema = form.schema
             condition = parse_condition(w["condition"], schema.column_names) if w["condition"] else None
             plan = ChunkPlan(schema, tuple(w["key"]), condition)
             window_id = open_window(source, signal_id, w)
-            rows = source.read_chunk(plan, decode_key(w["lo"]), decode_key(w["hi"]))
+            rows = [
+                form.shape(row) for row in source.read_chunk(plan, decode_key(w["lo"]), decode_key(w["hi"]))
+            ]
             uri = f"{table_staging(staging, signal_id, table)}/{w['index']:06d}-{window_id}.parquet"
-            write_parquet(uri, list(schema.column_names), rows)
-            close_window(source, signal_id, window_id, list(schema.column_names), len(rows), uri)
+            write_parquet(uri, form.columns, rows, strings=form.shaped)
+            close_window(source, signal_id, window_id, form, len(rows), uri)
             results.append({"table": w["table"], "index": w["index"], "rows": len(rows), "staged": uri})
     finally:
         source.close()
@@ -199,14 +220,15 @@ class JdbcBatches:
         spark: Any,
         source: MySqlChunkSource,
         params: dict[str, Any],
-        schema: TableSchema,
+        form: StagedForm,
         signal_id: str,
         staging: str,
     ) -> None:
-        self.spark, self.source, self.schema, self.signal_id = spark, source, schema, signal_id
-        self.columns = list(schema.column_names)
+        self.spark, self.source, self.form, self.signal_id = spark, source, form, signal_id
+        self.schema = form.schema
+        self.columns = list(self.schema.column_names)
         self.url, self.options = jdbc.jdbc_url(params), jdbc.jdbc_options(params)
-        self.staging = table_staging(staging, signal_id, schema.id)
+        self.staging = table_staging(staging, signal_id, self.schema.id)
 
     def run(self, windows: list[dict[str, Any]], per_batch: int) -> list[dict[str, Any]]:
         batches = [windows[i : i + per_batch] for i in range(0, len(windows), per_batch)]
@@ -241,9 +263,12 @@ class JdbcBatches:
             reader = reader.option("customSchema", as_text)
         predicates = [jdbc.predicate(plan, decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
         frame = reader.jdbc(self.url, table_name(self.schema.id), predicates=predicates)
-        frame.select(*[as_staged(frame, c) for c in self.columns]).write.option(
-            "maxRecordsPerFile", 0
-        ).parquet(base)
+        # Only the staged columns are read (Spark prunes the others from the query), and the
+        # column rules apply in the JVM before anything is written.
+        shaped, unsupported = staged_expressions(self.form)
+        assert not unsupported, unsupported  # such tables go to the Python reader
+        staged = [shaped[c] if c in shaped else as_staged(frame, c) for c in self.form.columns]
+        frame.select(*staged).write.option("maxRecordsPerFile", 0).parquet(base)
 
     def _close(
         self,
@@ -259,8 +284,8 @@ class JdbcBatches:
         for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
             uri, rows = staged.get(index, (f"{base}/part-{index:05d}-empty.parquet", 0))
             if index not in staged:  # Spark writes no file for an empty partition
-                write_parquet(uri, self.columns, [])
-            close_window(self.source, self.signal_id, window_id, self.columns, rows, uri)
+                write_parquet(uri, self.form.columns, [], strings=self.form.shaped)
+            close_window(self.source, self.signal_id, window_id, self.form, rows, uri)
             results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
         log.info(
             "%s: windows %d-%d, %d rows staged in %.1fs",
@@ -370,10 +395,11 @@ def main(argv: list[str] | None = None) -> int:
             read_with = "python"
         results: list[dict[str, Any]] = []
         python_windows: list[dict[str, Any]] = []
+        shaping = Shaping(config)
         for table, group in groupby(todo, key=lambda w: w["table"]):
             table_windows = list(group)
-            schema = table_schema(driver, TableId.parse(table))
-            unreadable = jdbc.unreadable_columns(schema)
+            form = shaping.form(table_schema(driver, TableId.parse(table)), table_windows[0]["key"])
+            unreadable = jdbc.unreadable_columns(form.schema) + staged_expressions(form)[1]
             if read_with == "jdbc" and unreadable:
                 raise TidemarkError(
                     f"Spark's JDBC reader cannot read {table} exactly: {', '.join(unreadable)}"
@@ -383,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
                     log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
                 python_windows.extend(table_windows)
                 continue
-            jobs = JdbcBatches(spark, driver, params, schema, args.signal, staging)
+            jobs = JdbcBatches(spark, driver, params, form, args.signal, staging)
             results += jobs.run(table_windows, per_batch)
         if python_windows:
             signal_id = args.signal
@@ -391,7 +417,9 @@ def main(argv: list[str] | None = None) -> int:
                 spark.sparkContext.parallelize(
                     python_windows, max(1, min(args.parallelism, len(python_windows)))
                 )
-                .mapPartitions(lambda part: run_windows(list(part), params, signal_table, signal_id, staging))
+                .mapPartitions(
+                    lambda part: run_windows(list(part), params, signal_table, signal_id, staging, shaping)
+                )
                 .collect()
             )
     finally:

@@ -34,6 +34,7 @@ from cdc_core.events.envelope import (
 )
 from cdc_core.filters import ColumnRules, RowShaper, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
+from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.source import (
     LogItem,
     PositionAdvance,
@@ -79,13 +80,15 @@ class DispatchStats:
 
 
 class _ShaperEntry:
-    __slots__ = ("key_schema", "schema", "shaper", "value_schema")
+    __slots__ = ("key_schema", "schema", "shaper", "staged", "value_schema")
 
     def __init__(self, schema: Any, shaper: RowShaper, key_schema: bytes | None, value_schema: bytes) -> None:
         self.schema = schema
         self.shaper = shaper
         self.key_schema = key_schema
         self.value_schema = value_schema
+        # Shapers of this schema's Spark-staged snapshot rows, by staged form digest.
+        self.staged: dict[str, RowShaper] = {}
 
 
 class Dispatcher:
@@ -146,6 +149,14 @@ class Dispatcher:
             self._shapers.clear()
         self._shapers[id(schema)] = entry
         return entry
+
+    def _staged_shaper(self, entry: _ShaperEntry, form: StagedForm) -> RowShaper:
+        """The shaper of rows in a staged form: the same events from fewer, shaped values."""
+        shaper = entry.staged.get(form.digest)
+        if shaper is None:
+            shaper = RowShaper(entry.schema, entry.shaper.topic, self.rules, self.types, staged=form)
+            entry.staged[form.digest] = shaper
+        return shaper
 
     # ------------------------------------------------------------------ the door
 
@@ -214,7 +225,7 @@ class Dispatcher:
             return
         suppressed = self._rows_in_txn <= self._suppress_rows
         entry = self._shaper(schema)
-        shaper = entry.shaper
+        shaper = entry.shaper if item.staged is None else self._staged_shaper(entry, item.staged)
         events = self._events(item, shaper)
         if suppressed:
             return

@@ -34,11 +34,12 @@ from cdc_core.offsets.store import FileOffsetStore, KafkaOffsetStore, OffsetStor
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
 from cdc_core.schema.history import SchemaHistory
-from cdc_core.schema.model import TableId
+from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.sinks.base import Sink
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.coordinator import ChunkCoordinator
 from cdc_core.snapshot.stage import SnapshotStage
+from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import LocalStaging
 from cdc_core.source import Source
 
@@ -421,6 +422,11 @@ class Streamer:
             schema = source.current_tables().get(table_id)
             return () if schema is None else tuple(rules.key_for(schema))
 
+        types = source.type_mapper()
+
+        def staged_form(schema: TableSchema, snapshot_key: tuple[str, ...]) -> StagedForm:
+            return StagedForm(schema, rules, types, snapshot_key)
+
         stage = SnapshotStage(
             context,
             source.current_tables(),
@@ -432,6 +438,7 @@ class Streamer:
             source_signals="source" in config.get("signal.enabled.channels"),
             open_chunk_source=source.chunk_source,
             positions=self._position_watermarks(source),
+            staged_form=staged_form,
         )
         initial = self.committed is None and config.get("snapshot.mode") == "initial"
         watermarks = signal_table is not None or config.get("read.only")

@@ -51,6 +51,7 @@ from cdc_core.signals.conditions import ConditionError, parse_condition
 from cdc_core.snapshot.chunks import SnapshotError, snapshot_key
 from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
 from cdc_core.snapshot.keycodec import decode_key
+from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import LocalStaging, StagingError, read_parquet
 from cdc_core.snapshot.windows import Window, WindowTracker, release
 from cdc_core.source import (
@@ -89,6 +90,7 @@ class SnapshotStage:
         source_signals: bool = True,
         open_chunk_source: Callable[[], Any] | None = None,
         positions: Any = None,  # read-only mode: the connector's position helpers (see `PositionWatermarks`)
+        staged_form: Callable[[TableSchema, tuple[str, ...]], StagedForm] | None = None,
     ) -> None:
         self.context = context
         self.schemas: dict[TableId, TableSchema] = dict(tables)
@@ -100,6 +102,7 @@ class SnapshotStage:
         self.source_signals = source_signals  # user signals from the signal table (watermarks always count)
         self.open_chunk_source = open_chunk_source
         self.positions = positions
+        self.staged_form = staged_form  # the connector's column rules over a table and snapshot key
         self._window_inbox: deque[tuple[str, Any]] = deque()
         # read-only windows waiting for the log to pass their HW position: (marker, columns)
         self._awaiting_hw: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -529,7 +532,13 @@ class SnapshotStage:
             log.error("ignoring malformed window-close watermark: %s", exc)
             return []
         return self._finish_window(
-            window_id, columns, staged_uri, int(d.get("rows", 0)), item.source, item.ts_ms
+            window_id,
+            columns,
+            staged_uri,
+            int(d.get("rows", 0)),
+            item.source,
+            item.ts_ms,
+            shaped=d.get("shaped"),
         )
 
     def _finish_window(
@@ -541,8 +550,11 @@ class SnapshotStage:
         source: dict[str, Any],
         ts_ms: int,
         extra: dict[str, Any] | None = None,
+        shaped: str | None = None,
     ) -> list[LogItem]:
-        """The log passed a window's HW: its release, as items to put in the HW's place."""
+        """The log passed a window's HW: its release, as items to put in the HW's place.
+        `shaped`: the digest of the staged form the chunk job wrote the rows in (None: the
+        table's own rows)."""
         window = self.tracker.close(window_id)
         try:
             decided = self.staging.read_release(window_id)
@@ -564,10 +576,17 @@ class SnapshotStage:
                     window_id,
                 )
                 return []
-            positions = self._positions(schema, window.key_columns)
+            if decided is not None:
+                shaped = decided.get("shaped")
+            form = self._form(schema, window, shaped)
+            if shaped is not None and form is None:
+                return []
+            positions = (
+                form.positions(window.key_columns) if form else self._positions(schema, window.key_columns)
+            )
             # A read-only release (`extra`: its synthetic BEGIN, HW position, columns) is not in
             # the log; what a restart needs to release it again identically is kept with it.
-            keep = {**(extra or {}), "source": source}
+            keep = {**(extra or {}), "source": source, "shaped": shaped}
             if snapshot.release == "lakehouse" and staged_uri:
                 out: list[LogItem] = [
                     self._release_record(source, ts_ms, snapshot, window, schema, staged_uri, staged_rows)
@@ -581,7 +600,9 @@ class SnapshotStage:
                 else:
                     try:
                         staged = (
-                            read_parquet(staged_uri, columns) if staged_uri else self.staging.read(window_id)
+                            read_parquet(staged_uri, form.columns if form else columns)
+                            if staged_uri
+                            else self.staging.read(window_id)
                         )
                     except StagingError as exc:
                         log.warning("%s; reading the chunk again", exc)
@@ -592,7 +613,9 @@ class SnapshotStage:
                         window_id, {**keep, "window": window, "rows": rows, "dropped": dropped}
                     )
                 out = [
-                    RowChange(schema, OP_READ, None, row, _snapshot_source(source, window.table, i), ts_ms)
+                    RowChange(
+                        schema, OP_READ, None, row, _snapshot_source(source, window.table, i), ts_ms, form
+                    )
                     for i, row in enumerate(rows)
                 ]
                 released = len(rows)
@@ -614,6 +637,22 @@ class SnapshotStage:
             self._passed.append(window_id)
             with self.changed:
                 self.changed.notify_all()
+
+    def _form(self, schema: TableSchema, window: Window, shaped: str | None) -> StagedForm | None:
+        """The staged form a window's rows were written in, if the chunk job shaped them
+        (`shaped`, its digest), and if this streamer's column rules give the same form;
+        None otherwise, and the window is read again."""
+        if shaped is None:
+            return None
+        form = self.staged_form(schema, window.key_columns) if self.staged_form else None
+        if form is None or form.digest != shaped:
+            log.warning(
+                "window %s of %s was staged under other column rules; reading the chunk again",
+                window.id,
+                window.table,
+            )
+            return None
+        return form
 
     @staticmethod
     def _advance(progress: TableProgress, window: Window, released: int, dropped: int) -> TableProgress:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,13 @@ def filesystem_for(uri: str) -> tuple[Any, str]:
     return fs.FileSystem.from_uri(uri)
 
 
-def write_parquet(uri: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+def write_parquet(
+    uri: str, columns: Sequence[str], rows: list[tuple[Any, ...]], strings: Collection[str] = ()
+) -> None:
     """Stage a window's rows as one Parquet file (types inferred per column: Decimal,
-    datetime, date, timedelta and bytes keep their Python types when read back)."""
+    datetime, date, timedelta and bytes keep their Python types when read back).
+    `strings`: columns typed as strings whatever their values (shaped by column rules:
+    a window whose values there are all NULL must not stage them as another type)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -99,12 +104,14 @@ def write_parquet(uri: str, columns: list[str], rows: list[tuple[Any, ...]]) -> 
     if rows:
         columns_values = zip(*rows, strict=True)
         arrays = [
-            _column_array([list(v) if isinstance(v, (set, frozenset)) else v for v in col])
-            for col in columns_values
+            pa.array(col, pa.string())
+            if name in strings
+            else _column_array([list(v) if isinstance(v, (set, frozenset)) else v for v in col])
+            for name, col in zip(columns, columns_values, strict=True)
         ]
-        table = pa.table(arrays, names=columns)
+        table = pa.table(arrays, names=list(columns))
     else:
-        table = pa.table({c: pa.array([], pa.null()) for c in columns})
+        table = pa.table({c: pa.array([], pa.string() if c in strings else pa.null()) for c in columns})
     parent = path.rsplit("/", 1)[0]
     filesystem.create_dir(parent, recursive=True)
     pq.write_table(table, path + ".tmp", filesystem=filesystem)

@@ -33,14 +33,13 @@ from cdc_core.connectors.mysql import binlog_decoder as dec
 from cdc_core.connectors.mysql import ddl, server
 from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
 from cdc_core.connectors.mysql.source_info import SOURCE_SCHEMA, TIDEMARK_VERSION
-from cdc_core.connectors.mysql.types import TypeModes, map_column
+from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
 from cdc_core.errors import PositionLostError, SchemaMismatchError, SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE, OP_UPDATE
 from cdc_core.filters import TableFilter
 from cdc_core.schema.history import SchemaHistory
-from cdc_core.schema.model import Column, TableId, TableSchema
+from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.source import (
-    ColumnMapping,
     LogItem,
     PositionAdvance,
     RowChange,
@@ -59,14 +58,6 @@ ACCESS_ERRORS = {1044, 1045, 1142, 1227, 1370, 1698}
 
 class SourceConnectionLost(SourceUnavailableError):
     """The connection to the database dropped; the streamer restarts from its offset."""
-
-
-class MySqlTypeMapper:
-    def __init__(self, modes: TypeModes) -> None:
-        self.modes = modes
-
-    def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping:
-        return map_column(column, self.modes, optional)
 
 
 class PositionWatermarks:
@@ -115,12 +106,7 @@ class BinlogSource:
         self.only_captured_ddl = config.get("schema.history.internal.store.only.captured.tables.ddl")
         self.failure_mode = config.get("event.processing.failure.handling.mode")
         self.batch_size = config.get("max.batch.size")
-        self.modes = TypeModes(
-            decimal=config.get("decimal.handling.mode"),
-            bigint_unsigned=config.get("bigint.unsigned.handling.mode"),
-            time_precision=config.get("time.precision.mode"),
-            binary=config.get("binary.handling.mode"),
-        )
+        self.modes = TypeModes.from_config(config)
         self.info: server.ServerInfo | None = None
         self.tables: dict[TableId, TableSchema] = {}
         self._decoder: multiprocessing.process.BaseProcess | None = None

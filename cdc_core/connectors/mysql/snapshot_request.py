@@ -2,11 +2,13 @@
 
 The chunk job plans its windows from this, and Airflow's validate step runs it before a
 signal is sent, so a request naming a table outside the capture list, a filter over an
-unknown column or a table without a usable key is refused with the same words in both.
+unknown column, a table without a usable key or (for a lakehouse release) a key column
+the column rules change is refused with the same words in both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pymysql
@@ -14,12 +16,14 @@ import pymysql
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.mysql import server
 from cdc_core.connectors.mysql.ddl import parse_create_table
+from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
 from cdc_core.errors import TidemarkError
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.actions import ExecuteSnapshot, matching_tables
 from cdc_core.signals.conditions import Condition, parse_condition
 from cdc_core.snapshot.chunks import snapshot_key
+from cdc_core.snapshot.staged_form import StagedForm
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,18 @@ def table_schema(conn: pymysql.Connection, table: TableId) -> TableSchema:
     return parse_create_table(server.show_create_table(conn, table.database, table.table), table.database)
 
 
+class Shaping:
+    """The connector's column rules and type mapping, which give each table's staged form
+    (picklable: the chunk job's Python reader builds forms on the executors)."""
+
+    def __init__(self, config: ConnectorConfig) -> None:
+        self.rules = ColumnRules(config)
+        self.types = MySqlTypeMapper(TypeModes.from_config(config))
+
+    def form(self, schema: TableSchema, snapshot_key: Sequence[str]) -> StagedForm:
+        return StagedForm(schema, self.rules, self.types, tuple(snapshot_key))
+
+
 def requested_tables(
     config: ConnectorConfig, conn: pymysql.Connection, action: ExecuteSnapshot
 ) -> list[RequestedTable]:
@@ -45,11 +61,13 @@ def requested_tables(
     )
     if problems:
         raise TidemarkError("; ".join(problems))
-    rules = ColumnRules(config)
+    shaping = Shaping(config)
     found = []
     for table in tables:
         schema = table_schema(conn, table)
-        key = snapshot_key(schema, action.surrogate_key, rules.key_for(schema))
+        key = snapshot_key(schema, action.surrogate_key, shaping.rules.key_for(schema))
+        if action.release == "lakehouse":
+            shaping.form(schema, key).check_mergeable()
         text = action.condition_for(table)
         condition = parse_condition(text, schema.column_names) if text else None
         found.append(RequestedTable(table, schema, key, text, condition))

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.errors import UnsupportedTypeError
 from cdc_core.events.connect_schema import Schema, field
 from cdc_core.schema.model import Column
@@ -50,9 +51,32 @@ class TypeModes:
     time_precision: str = "adaptive_time_microseconds"  # | adaptive | connect
     binary: str = "bytes"  # bytes | base64 | base64-url-safe | hex
 
+    @classmethod
+    def from_config(cls, config: ConnectorConfig) -> TypeModes:
+        """The connector's modes: the streamer and the Spark chunk job map alike."""
+        return cls(
+            decimal=config.get("decimal.handling.mode"),
+            bigint_unsigned=config.get("bigint.unsigned.handling.mode"),
+            time_precision=config.get("time.precision.mode"),
+            binary=config.get("binary.handling.mode"),
+        )
+
+
+class MySqlTypeMapper:
+    """`cdc_core.source.TypeMapper` with the connector's modes (picklable: the Spark chunk
+    job sends it to its executors)."""
+
+    def __init__(self, modes: TypeModes) -> None:
+        self.modes = modes
+
+    def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping:
+        return map_column(column, self.modes, optional)
+
 
 INT_TYPES = {"TINYINT": 8, "SMALLINT": 16, "MEDIUMINT": 24, "INT": 32, "BIGINT": 64}
 CHAR_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"}
+# Columns whose event value is their text as stored (what truncation applies to).
+TEXT_TYPES = CHAR_TYPES | {"ENUM", "SET", "JSON"}
 BINARY_TYPES = {"BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"}
 GEOMETRY_TYPES = {
     "GEOMETRY",
@@ -84,7 +108,7 @@ def map_column(column: Column, modes: TypeModes, optional: bool | None = None) -
                 "column.exclude.list or the table with table.exclude.list"
             )
     schema, convert = builder(column, modes, opt)
-    return ColumnMapping(schema, _null_safe(convert, column, opt))
+    return ColumnMapping(schema, _null_safe(convert, column, opt), text=kind in TEXT_TYPES)
 
 
 def _null_safe(convert: Converter, column: Column, optional: bool) -> Converter:

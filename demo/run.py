@@ -42,12 +42,10 @@ CONNECTOR_FILE = ROOT / "connectors" / "demo.yaml"
 
 
 def snapshot_form(config: ConnectorConfig) -> dict[str, Any]:
-    """The trigger form of `tidemark_snapshot` as a user fills it in for the demo.
-
-    Release mode `stream`: released rows become `op=r` events in the event log and go
-    through the connector's column rules there, as the demo's hashed customers.email
-    needs. The `lakehouse` fast path merges the staged Parquet as read, and does not yet
-    apply column masks, hashes or truncation to it (README, "Airflow")."""
+    """The trigger form of `tidemark_snapshot` as a user fills it in for the demo, with
+    the form's default release mode (`lakehouse`: the merge applies the staged windows,
+    which the chunk job staged with the connector's column rules, so customers.email
+    lands hashed as its events carry it)."""
     return {
         "connector": config.name,
         "data_collections": [f"{DATABASE}\\..*"],
@@ -56,7 +54,7 @@ def snapshot_form(config: ConnectorConfig) -> dict[str, Any]:
         "surrogate_key": None,
         "chunk_size": 200,
         "parallelism": 2,
-        "release_mode": "stream",
+        "release_mode": "lakehouse",
     }
 
 

@@ -86,13 +86,16 @@ COMMON_PROPERTIES: list[Property] = [
         "column.mask.hash.ALG.with.salt.SALT",
         "regex-list",
         pattern=r"column\.mask\.hash\.([A-Za-z0-9-]+)\.with\.salt\.(.+)",
-        description="Columns replaced by the hex hash (ALG: SHA-256, SHA-512, MD5, ...) of salt + value.",
+        description=(
+            "Columns replaced by the hex hash (ALG: SHA-256, SHA-512, MD5, ...) of salt + the value's "
+            "event form (text as is, other values as their JSON text)."
+        ),
     ),
     Property(
         "column.truncate.to.N.chars",
         "regex-list",
         pattern=r"column\.truncate\.to\.(\d+)\.chars",
-        description="Character columns truncated to N characters.",
+        description="Character columns (text, ENUM, SET, JSON) truncated to N characters; others are left alone.",
     ),
     Property(
         "message.key.columns",

@@ -31,11 +31,12 @@ from pyspark.sql import functions as F
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.errors import TidemarkError
+from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
 from spark_jobs.merge import evolution
 from spark_jobs.merge.changes import estimated_bytes, newest_per_key, table_changes
 from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
 from spark_jobs.merge.known_schemas import KnownSchemas
-from spark_jobs.merge.options import DEFAULT_BROADCAST_MB, MergeOptions
+from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
 from spark_jobs.merge.records import (
     Shapes,
     census,
@@ -141,6 +142,7 @@ def parsed_batch(
     search cut wrong). Records that are not JSON events fail the batch before anything is
     merged."""
     known = known if known is not None else KnownSchemas()
+    known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
     known.sample(records)
     not_rows = boundary_topics(prefix)
     first = known.shapes(records.sparkSession, not_rows)
@@ -235,7 +237,7 @@ def merge_parsed(
         if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
             metadata["upto"] = positions["upto"]
             metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
-        table = (options or MergeOptions()).for_table(name)
+        table = (options or MergeOptions()).for_table(name, session_broadcast_mb(spark))
         layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
         if table.scd2:
             merge_history(spark, path, rows, keys, {"tidemark": metadata}, **layout)
@@ -254,6 +256,11 @@ def merge_parsed(
             )
         log.info("%s merged in %.1fs", name, _since(started))
     return len(plans)
+
+
+def session_broadcast_mb(spark: SparkSession) -> int:
+    master = spark.sparkContext.master
+    return default_broadcast_mb(lambda k, d: spark.conf.get(k, d) or d, master.startswith("local"))
 
 
 def table_schema(spark: SparkSession, path: str) -> Any:
@@ -381,8 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--broadcast-mb",
         type=int,
-        default=DEFAULT_BROADCAST_MB,
-        help="broadcast a table's batch in its MERGE when estimated at most this size (0: never)",
+        help="broadcast a table's batch in its MERGE when estimated at most this size (0: never; "
+        "default: an eighth of the driver's and executors' memory)",
     )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
     args = parser.parse_args(argv)

@@ -69,6 +69,12 @@ class KnownSchemas:
         if key is not None or topic not in self._keys:
             self._keys[topic] = key
 
+    def expect(self, topic: str, schema: dict[str, object]) -> None:
+        """A schema the contract fixes (the transaction topic's), in the streamer's compact
+        form, unless the topic has schemas already: known before any record is sampled."""
+        if topic not in self._by_topic:
+            self.add(topic, json.dumps(schema, separators=(",", ":")), None)
+
     def learn(self, shapes: Shapes) -> None:
         for shape in shapes.all():
             if shape.schema is not None and shape.text is not None:

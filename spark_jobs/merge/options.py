@@ -4,13 +4,33 @@ largest batch sent whole to the MERGE's tasks (broadcast)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cdc_core.errors import TidemarkError
 
-# A batch up to this size (its rows as Spark estimates them) is broadcast in its MERGE.
-DEFAULT_BROADCAST_MB = 256
+# Without --broadcast-mb, a batch is broadcast in its MERGE when estimated at most this
+# share of the memory of the JVMs that hold it (the driver builds it, every executor
+# keeps a copy).
+BROADCAST_SHARE = 8
+_UNITS = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def memory_mb(setting: str) -> float:
+    """A Spark memory setting (`2g`, `512m`, `1024k`; a bare number is MiB) in MiB."""
+    text = setting.strip().lower().removesuffix("b")
+    if text and text[-1] in _UNITS:
+        return float(text[:-1]) * _UNITS[text[-1]]
+    return float(text)
+
+
+def default_broadcast_mb(conf: Callable[[str, str], str], local: bool) -> int:
+    """The broadcast limit for a session: an eighth of the driver's memory, and of an
+    executor's unless the session is local (its executors are the driver)."""
+    budget = memory_mb(conf("spark.driver.memory", "1g"))
+    if not local:
+        budget = min(budget, memory_mb(conf("spark.executor.memory", "1g")))
+    return int(budget / BROADCAST_SHARE)
 
 
 @dataclass(frozen=True)
@@ -25,20 +45,23 @@ class TableOptions:
 class MergeOptions:
     """`scd2`: a regex over `db.table` names; `partition_by`/`cluster_by`: per table name;
     `broadcast_mb`: a table's batch estimated at most this size is broadcast in its MERGE
-    (0: never). Each task then holds the batch in memory, so this bounds the memory a
-    merge adds per executor (and on the driver, which builds it)."""
+    (0: never; None: `default_broadcast_mb` of the session). Each task then holds the
+    batch in memory, so this bounds the memory a merge adds per executor (and on the
+    driver, which builds it)."""
 
     scd2: str | None = None
     partition_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
     cluster_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    broadcast_mb: int = DEFAULT_BROADCAST_MB
+    broadcast_mb: int | None = None
 
-    def for_table(self, name: str) -> TableOptions:
+    def for_table(self, name: str, session_broadcast_mb: int = 0) -> TableOptions:
+        """`session_broadcast_mb`: the limit when `broadcast_mb` is None."""
+        limit = session_broadcast_mb if self.broadcast_mb is None else self.broadcast_mb
         return TableOptions(
             bool(self.scd2 and re.fullmatch(self.scd2, name)),
             self.partition_by.get(name, ()),
             self.cluster_by.get(name, ()),
-            self.broadcast_mb * 1024 * 1024,
+            limit * 1024 * 1024,
         )
 
     @classmethod
@@ -47,14 +70,14 @@ class MergeOptions:
         scd2: str | None,
         partition_by: Sequence[str] = (),
         cluster_by: Sequence[str] = (),
-        broadcast_mb: int = DEFAULT_BROADCAST_MB,
+        broadcast_mb: int | None = None,
     ) -> MergeOptions:
         if scd2:
             try:
                 re.compile(scd2)
             except re.error as exc:
                 raise TidemarkError(f"--scd2 is not a regular expression: {exc}") from None
-        if broadcast_mb < 0:
+        if broadcast_mb is not None and broadcast_mb < 0:
             raise TidemarkError(f"--broadcast-mb must be 0 (never) or more, not {broadcast_mb}")
         return cls(
             scd2,

@@ -60,11 +60,10 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     held with their events. Records without a transaction (tombstones, events without
     transaction metadata) pass.
 
-    The events in hand (distinct by table and total_order: an event delivered twice counts
-    once) are compared with each END's per-table counts after one shuffle of a few narrow
-    columns by transaction id, so every aggregation after it stays within its partition;
-    only the incomplete transactions — usually none or the last few — are joined back to
-    the records."""
+    The events in hand (distinct by table and total_order) are compared with each END's
+    per-table counts after one shuffle of a few narrow columns by transaction id; only the
+    incomplete transactions — usually none or the last few — are joined back to the
+    records."""
     txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
     is_txn = F.col("topic") == txn_topic
     table = F.when(F.col("topic") == releases, F.col("p.data_collection")).otherwise(
@@ -78,6 +77,10 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     block = F.col("p.transaction")
     is_event = ~is_txn & block["total_order"].isNotNull()
     is_end = is_txn & (F.col("_status") == "END")
+    # One row per event (its table and total_order) and per table an END counts (with a
+    # row of no table for an END that counts none), shuffled once by transaction: every
+    # aggregation below stays within its partition.
+    counts = F.explode_outer(F.when(is_end, F.col("p.data_collections")))
     marks = (
         tagged.where(is_event | is_end)
         .select(
@@ -86,35 +89,36 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
             block["total_order"].alias("_order"),
             block["transaction_epoch"].alias("_epoch"),
             block["transaction_rank"].alias("_rank"),
-            F.when(is_end, F.col("p.data_collections")).alias("_counts"),
             is_end.alias("_end"),
+            counts.alias("_c"),
+        )
+        .select(
+            "_txn",
+            F.coalesce(F.col("_table"), F.col("_c.data_collection")).alias("_table"),
+            F.when(~F.col("_end"), F.col("_order")).alias("_order"),
+            "_epoch",
+            "_rank",
+            F.col("_c.event_count").alias("_expected"),
+            "_end",
         )
         .repartition("_txn")
     )
-    seen = (
-        marks.where(~F.col("_end"))
-        .dropDuplicates(["_txn", "_table", "_order"])
-        .groupBy("_txn", "_table")
-        .agg(F.count("*").alias("_n"), F.min("_epoch").alias("_epoch"), F.min("_rank").alias("_rank"))
-    )
-    expected = (
-        marks.where(F.col("_end"))
-        .select("_txn", F.explode_outer("_counts").alias("_c"))
-        .select(
-            "_txn",
-            F.col("_c.data_collection").alias("_table"),
-            F.col("_c.event_count").alias("_expected"),
-            F.lit(True).alias("_ended"),
-        )
-    )
-    enough = F.col("_expected").isNull() | (F.coalesce(F.col("_n"), F.lit(0)) >= F.col("_expected"))
+    enough = F.col("_expected").isNull() | (F.col("_n") >= F.col("_expected"))
     per_txn = (
-        seen.join(expected, ["_txn", "_table"], "full")
+        marks.dropDuplicates(["_txn", "_table", "_order", "_end"])  # an event delivered twice counts once
+        .groupBy("_txn", "_table")
+        .agg(
+            F.count("_order").alias("_n"),
+            F.max("_expected").alias("_expected"),
+            F.max("_end").alias("_ended"),
+            F.min("_epoch").alias("_epoch"),
+            F.min("_rank").alias("_rank"),
+        )
         .groupBy("_txn")
         .agg(
-            (F.max(F.coalesce("_ended", F.lit(False))) & F.bool_and(enough)).alias("_complete"),
+            (F.max("_ended") & F.bool_and(enough)).alias("_complete"),
             F.array(F.min("_epoch"), F.min("_rank")).alias("_key"),
-            F.collect_set(F.when(F.col("_n").isNotNull(), F.col("_table"))).alias("_tables"),
+            F.collect_set(F.when(F.col("_n") > 0, F.col("_table"))).alias("_tables"),
         )
         .persist()
     )

@@ -100,7 +100,7 @@ class Hash:
     """`column.mask.hash.ALG.with.salt.SALT`: the hex digest of the salt followed by the
     value's event form (a string as is, anything else as its JSON text)."""
 
-    algorithm: str  # hashlib's name: sha256, md5, sha3_256, ...
+    algorithm: str  # hashlib's name: sha256, md5, blake2b, ...
     salt: str = field(repr=False)  # kept out of logs
     changes_type_to_string: ClassVar[bool] = True
 

@@ -118,9 +118,12 @@ class Dispatcher:
         self.stats = DispatchStats()
         self.schema_seq = int(resume.get("schema_seq", 0)) if resume else 0
         self.snapshot_state: dict[str, Any] | None = resume.get("snapshot") if resume else None
-        # After a restart inside a transaction: suppress its BEGIN and this many rows.
+        # After a restart inside a transaction: suppress this many of its rows (and its
+        # BEGIN, when one of them was captured: that BEGIN went out with it).
         self._suppress_rows = int(resume["rows_done"]) if resume and resume.get("in_txn") else -1
         self._txn: OpenTransaction | None = None
+        # Whether the open transaction's BEGIN was emitted (or, after a restart, delivered).
+        self._begun = False
         self._restart: dict[str, Any] | None = None
         self._rows_in_txn = 0
         self._synthetic: str | None = None
@@ -188,22 +191,35 @@ class Dispatcher:
         self.stats.records += len(records)
 
     def _begin(self, item: TransactionBegin, out: list[tuple[Record, int]]) -> None:
+        """Open the transaction without emitting anything: as in Debezium, its BEGIN goes
+        out with its first captured event (`_with_begin`), so a transaction that touches
+        no captured table has neither BEGIN nor END."""
         self._txn = OpenTransaction(item.id, item.epoch, item.rank, item.ts_ms)
         self._restart = item.restart
         self._synthetic = item.synthetic
         self._rows_in_txn = 0
-        if not self.txn_metadata or self._suppress_rows >= 0:
-            return
-        offset = self._with_synthetic(
-            make_offset(item.restart, True, 0, self.schema_seq, self.snapshot_state)
-        )
-        key = self.key_serializer.wrap(self._txn_key_schema, {"id": item.id})
+        # Resuming at an in-transaction offset with no row delivered: only an eager BEGIN
+        # of an earlier release committed such an offset, so that BEGIN was delivered.
+        self._begun = self._suppress_rows == 0
+
+    def _with_begin(self, records: list[Record]) -> list[Record]:
+        """The records of a transaction's first captured event (or release record),
+        preceded by its BEGIN. They share one ack-tracker entry and its offset, so a
+        restart either finds them all delivered (the row is suppressed, and so is BEGIN)
+        or emits them all again: never a second BEGIN, never none."""
+        if self._begun or self._txn is None:
+            return records
+        self._begun = True
+        if not self.txn_metadata:
+            return records
+        key = self.key_serializer.wrap(self._txn_key_schema, {"id": self._txn.id})
         value = self.value_serializer.wrap(self._txn_value_schema, begin_payload(self._txn))
-        self._emit([Record(self.transaction_topic, key, value)], offset, out)
+        return [Record(self.transaction_topic, key, value), *records]
 
     def _commit(self, item: TransactionCommit, out: list[tuple[Record, int]]) -> None:
         txn, self._txn = self._txn, None
         self._suppress_rows = -1
+        self._begun = False
         offset = make_offset(item.position, False, 0, self.schema_seq, self.snapshot_state)
         self.stats.last_position = item.position
         records = []
@@ -228,10 +244,8 @@ class Dispatcher:
         shaper = entry.shaper if item.staged is None else self._staged_shaper(entry, item.staged)
         events = self._events(item, shaper)
         if suppressed:
+            self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
-        offset = make_offset(
-            self._restart or {}, True, self._rows_in_txn, self.schema_seq, self.snapshot_state
-        )
         records: list[Record] = []
         if len(events) == 2:  # primary-key change: delete of the old key, create of the new key
             delete, create = events
@@ -253,13 +267,17 @@ class Dispatcher:
                 records.append(Record(event.topic, key, None))
         self.stats.events += len(events)
         self.stats.per_table[str(schema.id)] += len(events)
-        self._emit(records, offset, out)
+        self._emit(self._with_begin(records), self._row_offset(), out)
 
     def _snapshot_release(self, item: SnapshotRelease, out: list[tuple[Record, int]]) -> None:
         """The lakehouse fast path's release record, on `<prefix>.snapshot_releases`: the
         staged file, the keys to leave out (in event form), and the order key it takes."""
         self._rows_in_txn += 1
+        collection = str(item.table.id)
+        # Numbered even when suppressed, so what follows keeps its order key after a restart.
+        block = self._block(collection)
         if self._rows_in_txn <= self._suppress_rows:
+            self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
         schema = item.table
         converters = []
@@ -271,25 +289,21 @@ class Dispatcher:
             {name: convert(v) for (name, convert), v in zip(converters, key, strict=True)}
             for key in item.excluded_keys
         ]
-        name = str(schema.id)
         payload = {
             "snapshot": item.snapshot,
             "window": item.window,
-            "data_collection": name,
+            "data_collection": collection,
             "staged": item.staged,
             "rows": item.rows,
             "key_columns": list(item.key_columns),
             "excluded_keys": excluded,
             "source": item.source,
             "ts_ms": item.ts_ms,
-            "transaction": self._block(name),
+            "transaction": block,
         }
-        key = self.key_serializer.wrap(None, {"data_collection": name, "window": item.window})
+        key = self.key_serializer.wrap(None, {"data_collection": collection, "window": item.window})
         record = Record(f"{self.prefix}.snapshot_releases", key, self.value_serializer.wrap(None, payload))
-        offset = make_offset(
-            self._restart or {}, True, self._rows_in_txn, self.schema_seq, self.snapshot_state
-        )
-        self._emit([record], offset, out)
+        self._emit(self._with_begin([record]), self._row_offset(), out)
 
     def _row_offset(self) -> dict[str, Any]:
         """Where to resume right after the current row: inside its transaction."""

@@ -14,7 +14,7 @@ from cdc_core.events.envelope import NEWKEY_HEADER, OLDKEY_HEADER
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
 from cdc_core.schema.model import Column, TableId, TableSchema
-from cdc_core.source import RowChange, TransactionBegin, TransactionCommit
+from cdc_core.source import RowChange, SnapshotRelease, TransactionBegin, TransactionCommit
 
 CUSTOMERS = TableSchema(
     TableId("shop", "customers"),
@@ -210,3 +210,165 @@ def test_offsets_follow_acknowledgements(tmp_path):
     }
     tracker.ack(records[-1][1])
     assert tracker.take_committable()["source"] == {"file": "f.000001", "pos": 3}
+
+
+# ---------------------------------------------------------------- BEGIN/END only around captured events
+
+
+def release(table, window: str = "w1"):
+    """A lakehouse release record's log item for `table` (one staged row, no exclusions)."""
+    return SnapshotRelease(table, "s1", window, f"staged/{window}.parquet", 1, ("id",), [], {}, 1000)
+
+
+def statuses(out):
+    return [v["status"] for t, _, v, _ in out if t == "srv.transaction"]
+
+
+def test_a_transaction_touching_only_uncaptured_tables_has_no_begin_and_no_end(tmp_path):
+    tracker = AckTracker()
+    d = Dispatcher(config(tmp_path), FakeSource(), tracker)
+    records = d.process(transaction(4, row(SECRETS, "c", after=(1,)), row(SECRETS, "d", before=(1,))))
+    assert records == []
+    # Its commit still moves the committed position past it.
+    assert tracker.take_committable()["source"] == {"file": "f.000001", "pos": 5}
+
+
+def test_begin_goes_out_with_the_first_captured_event_under_its_offset(tmp_path):
+    tracker = AckTracker()
+    d = Dispatcher(config(tmp_path), FakeSource(), tracker)
+    records = d.process(
+        transaction(
+            6,
+            row(SECRETS, "c", after=(1,)),  # uncaptured: no BEGIN yet
+            row(ORDERS, "c", after=(1, 1)),
+            row(ORDERS, "d", before=(1, 1)),
+        )
+    )
+    out = decoded(records)
+    assert [(t, v and v.get("status", v.get("op"))) for t, _, v, _ in out] == [
+        ("srv.transaction", "BEGIN"),
+        ("srv.shop.orders", "c"),
+        ("srv.shop.orders", "d"),
+        ("srv.shop.orders", None),
+        ("srv.transaction", "END"),
+    ]
+    assert out[0][2]["id"] == "0-1-6" and out[-1][2]["event_count"] == 2
+    # BEGIN and the first event are one tracker entry: acknowledging BEGIN alone commits nothing.
+    assert records[0][1] == records[1][1] != records[2][1]
+    tracker.ack(records[0][1])
+    assert tracker.take_committable() is None
+    tracker.ack(records[1][1])
+    assert tracker.take_committable() == {
+        "source": {"file": "f.000001", "pos": 6},
+        "in_txn": True,
+        "rows_done": 2,
+        "schema_seq": 0,
+    }
+
+
+def test_without_transaction_metadata_there_is_no_begin_or_end(tmp_path):
+    d = Dispatcher(config(tmp_path, "provide.transaction.metadata: false\n"), FakeSource(), AckTracker())
+    out = decoded(d.process(transaction(2, row(ORDERS, "c", after=(1, 1)))))
+    assert [t for t, *_ in out] == ["srv.shop.orders"]
+
+
+LOG = [
+    *transaction(10, row(CUSTOMERS, "c", after=(1, "a", "A")), row(ORDERS, "c", after=(1, 1))),
+    *transaction(20, row(SECRETS, "c", after=(1,)), row(SECRETS, "c", after=(2,))),
+    *transaction(
+        30,
+        row(SECRETS, "c", after=(3,)),
+        row(CUSTOMERS, "u", (1, "a", "A"), (1, "b", "A")),
+        row(SECRETS, "d", before=(3,)),
+        row(ORDERS, "d", before=(1, 1)),
+        row(CUSTOMERS, "u", (1, "b", "A"), (2, "b", "A")),  # key change: two events
+    ),
+]
+
+
+def read_from(offset) -> list:
+    """The log as a connector resumes it from `offset`: inside a transaction from its
+    start, else right after the position."""
+    if offset is None:
+        return LOG
+    for i, item in enumerate(LOG):
+        if offset["in_txn"] and isinstance(item, TransactionBegin) and item.restart == offset["source"]:
+            return LOG[i:]
+        if not offset["in_txn"] and isinstance(item, TransactionCommit) and item.position == offset["source"]:
+            return LOG[i + 1 :]
+    raise AssertionError(f"no such position {offset}")
+
+
+def test_a_crash_after_any_acknowledged_prefix_delivers_each_begin_exactly_once(tmp_path):
+    full = decoded(Dispatcher(config(tmp_path), FakeSource(), AckTracker()).process(LOG))
+    assert statuses(full) == ["BEGIN", "END", "BEGIN", "END"]
+    entries = len(
+        {entry for _, entry in Dispatcher(config(tmp_path), FakeSource(), AckTracker()).process(LOG)}
+    )
+    for acked in range(entries + 1):
+        # The sink acknowledged the records of the first `acked` entries, then the streamer died.
+        tracker = AckTracker()
+        run = Dispatcher(config(tmp_path), FakeSource(), tracker).process(LOG)
+        first = sorted({entry for _, entry in run})[:acked]
+        done = [(r, e) for r, e in run if e in first]
+        for _, entry in done:
+            tracker.ack(entry)
+        committed = tracker.take_committable()
+        resumed = Dispatcher(config(tmp_path), FakeSource(), AckTracker(), resume=committed)
+        after = decoded(resumed.process(read_from(committed)))
+        assert without_processing_time(decoded(done) + after) == without_processing_time(full), acked
+
+
+def test_a_restart_inside_a_transaction_before_its_first_captured_row_emits_its_begin_once(tmp_path):
+    items = transaction(30, row(SECRETS, "c", after=(3,)), row(ORDERS, "c", after=(3, 3)))
+    resume = {"source": {"file": "f.000001", "pos": 30}, "in_txn": True, "rows_done": 1, "schema_seq": 0}
+    out = decoded(Dispatcher(config(tmp_path), FakeSource(), AckTracker(), resume=resume).process(items))
+    assert [(t, v.get("status", v.get("op"))) for t, _, v, _ in out] == [
+        ("srv.transaction", "BEGIN"),
+        ("srv.shop.orders", "c"),
+        ("srv.transaction", "END"),
+    ]
+
+
+def test_a_release_record_opens_its_transaction_and_keeps_numbers_across_a_restart(tmp_path):
+    items = transaction(40, release(ORDERS), row(ORDERS, "c", after=(5, 5)))
+    full = decoded(Dispatcher(config(tmp_path), FakeSource(), AckTracker()).process(items))
+    assert [t for t, *_ in full] == [
+        "srv.transaction",
+        "srv.snapshot_releases",
+        "srv.shop.orders",
+        "srv.transaction",
+    ]
+    assert full[0][2]["status"] == "BEGIN" and full[1][2]["transaction"]["total_order"] == 1
+    assert full[1][1] == {"data_collection": "shop.orders", "window": "w1"}
+    assert full[1][2]["data_collection"] == "shop.orders"
+    assert full[-1][2]["event_count"] == 2
+    # Restart after the release was delivered: no second BEGIN, and the row keeps total_order 2.
+    resume = {"source": {"file": "f.000001", "pos": 40}, "in_txn": True, "rows_done": 1, "schema_seq": 0}
+    resumed = decoded(Dispatcher(config(tmp_path), FakeSource(), AckTracker(), resume=resume).process(items))
+    assert without_processing_time(resumed) == without_processing_time(full[2:])
+
+
+def test_offsets_inside_a_synthetic_transaction_name_it(tmp_path):
+    """A restart inside a read-only release must replay it, whichever of its records was
+    the last delivered: every offset inside it names the synthetic transaction."""
+    tracker = AckTracker()
+    d = Dispatcher(config(tmp_path), FakeSource(), tracker)
+    position = {"file": "f.000001", "pos": 50}
+    items = [
+        TransactionBegin("snapshot-window-w1", 0, 50, 1000, position, synthetic="w1"),
+        row(ORDERS, "r", after=(1, 1)),
+        row(ORDERS, "r", after=(2, 2)),
+        TransactionCommit(position, 1000),
+    ]
+    records = d.process(items)
+    assert statuses(decoded(records)) == ["BEGIN", "END"]
+    for _, entry in records[:-1]:
+        tracker.ack(entry)
+    assert tracker.take_committable() == {
+        "source": position,
+        "in_txn": True,
+        "rows_done": 2,
+        "schema_seq": 0,
+        "synthetic": "w1",
+    }

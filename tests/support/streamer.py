@@ -101,7 +101,11 @@ def running_in_process(connector: Connector, **run_kwargs: Any) -> Iterator[Any]
     streamer.exit_code = result.get("code")
 
 
-def start_process(connector: Connector, *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
+def start_process(
+    connector: Connector, *args: str, log: Path | None = None, new_session: bool = False
+) -> subprocess.Popen[bytes]:
+    """`new_session`: the streamer leads a process group of its own (with its decoder), so
+    a test can signal the whole group, as Airflow does, without signalling itself."""
     with open(log or connector.path.with_suffix(".log"), "ab") as out:
         return subprocess.Popen(
             [
@@ -118,6 +122,7 @@ def start_process(connector: Connector, *args: str, log: Path | None = None) -> 
             stdout=out,
             stderr=subprocess.STDOUT,
             env=os.environ.copy(),
+            start_new_session=new_session,
         )
 
 

@@ -6,7 +6,8 @@ the streamer can only be as fast as their sum. The reader therefore runs the lib
 a child process that turns each event into a small tuple (below) and sends them to the
 parent in batches over a pipe. The parent keeps all state that matters (positions, GTIDs,
 the schema timeline, transactions), so the child can be killed at any moment: the
-streamer restarts it from its committed offset, exactly as after a lost connection.
+streamer restarts it from its committed offset, exactly as after a lost connection. Stop
+signals are the parent's alone (the child ignores them; the parent kills it when done).
 
 Row events of tables that are not captured are dropped in the child without decoding
 their rows. A full pipe blocks the child: backpressure reaches the server socket, and
@@ -51,6 +52,9 @@ ROTATE, HEARTBEAT, ROWS, MARIADB_GTID, MYSQL_GTID, QUERY, XID = range(7)
 # Messages from the child.
 STARTED, EVENTS, FAILED = "started", "events", "failed"
 
+# Signals for the parent alone, even when sent to the whole process group.
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
 BATCH_EVENTS = 256
 BATCH_SECONDS = 0.05
 
@@ -85,7 +89,12 @@ def _die_with_parent() -> None:
 def run(conn: Connection, reader_kwargs: dict[str, Any], tables: Any, signal_table: str | None) -> None:
     """Child process entry point."""
     _die_with_parent()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when we stop
+    # The parent decides when we stop: a SIGINT or SIGTERM sent to the whole process group
+    # is for it, and it stops us once it has shut down in order. It started us with them
+    # blocked, so one that arrived before this point is pending, and now discarded.
+    for stop in STOP_SIGNALS:
+        signal.signal(stop, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
         stream = _open(reader_kwargs)
         first = stream.fetchone()

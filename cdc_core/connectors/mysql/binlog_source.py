@@ -14,15 +14,26 @@ replay or skip events behind the pipeline's back. The child therefore lets it op
 exactly one stream connection, and any loss (of the connection or of the child) becomes
 a `SourceConnectionLost`, after which the streamer restarts cleanly from its committed
 offset.
+
+A stop signal is for the streamer alone: the child ignores SIGINT and SIGTERM, even when
+they are sent to the whole process group (Ctrl-C, Airflow stopping a task), so it cannot
+die before the streamer has shut down in order; the streamer then kills it. A child that
+dies all the same died on its own, and that is a failure.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import multiprocessing
+import multiprocessing.util  # its exit handler must be registered before ours (see below)
+import os
+import signal
 import time
+import weakref
 from collections.abc import Iterator, Mapping
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -54,6 +65,23 @@ log = logging.getLogger("tidemark.mysql")
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 # Access denied (user/password, database, privilege): retrying cannot help.
 ACCESS_ERRORS = {1044, 1045, 1142, 1227, 1370, 1698}
+
+
+# Running decoder processes → the pid of the process that started each (not a fork of it).
+_decoders: weakref.WeakKeyDictionary[multiprocessing.process.BaseProcess, int] = weakref.WeakKeyDictionary()
+
+
+@atexit.register
+def _kill_decoders() -> None:
+    """multiprocessing's exit handler (which runs after this one) stops daemonic children
+    with SIGTERM and waits for them: a decoder, which ignores SIGTERM, left running by a
+    path that did not close its source would keep the interpreter from exiting."""
+    for process, owner in list(_decoders.items()):
+        if owner != os.getpid():
+            continue
+        with contextlib.suppress(Exception):
+            process.kill()
+            process.join(10)
 
 
 class SourceConnectionLost(SourceUnavailableError):
@@ -214,11 +242,10 @@ class BinlogSource:
                 self._pipe.close()
             self._pipe = None
         if self._decoder is not None:
-            self._decoder.terminate()
+            # It ignores SIGTERM (see the module docstring) and holds no state that matters.
+            self._decoder.kill()
             self._decoder.join(10)
-            if self._decoder.is_alive():
-                self._decoder.kill()
-                self._decoder.join(5)
+            _decoders.pop(self._decoder, None)
             self._decoder = None
 
     def status(self, offset: Mapping[str, Any] | None) -> SourceStatus:
@@ -357,7 +384,16 @@ class BinlogSource:
             name=f"tidemark-binlog-decoder-{self.name}",
             daemon=True,
         )
-        self._decoder.start()
+        # Started with the stop signals blocked (the mask survives fork and exec), so one
+        # sent to the process group while it starts up stays pending until `dec.run`
+        # ignores it. The resource tracker unblocks them when it starts: start it first.
+        resource_tracker.ensure_running()
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, dec.STOP_SIGNALS)
+        try:
+            self._decoder.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        _decoders[self._decoder] = os.getpid()
         child.close()
         # The server checks the requested position when the dump starts, and the decoder
         # reads one event before it reports: a purged position fails here, at start.

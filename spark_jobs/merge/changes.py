@@ -79,19 +79,19 @@ def _typed(parsed: DataFrame, shape: Shape) -> DataFrame:
     """The parsed row image (JSON types) in its Delta types, with the bookkeeping."""
     assert shape.schema is not None
     fields = row_fields(shape.schema)
-    row = parsed.where(F.col("p.op").isin(*CHANGE_OPS))
+    row = parsed.where(F.col("p_op").isin(*CHANGE_OPS))
     columns: list[Column] = [
         connect_types.convert(F.col(f"{shape.column}.`{f['field']}`"), f).alias(f["field"]) for f in fields
     ]
     return row.select(
         *columns,
-        F.col("p.transaction.transaction_epoch").alias("_cdc_epoch"),
-        F.col("p.transaction.transaction_rank").alias("_cdc_rank"),
-        F.col("p.transaction.total_order").alias("_cdc_total_order"),
-        F.col("p.op").alias("_cdc_op"),
-        F.timestamp_millis(F.col("p.source.ts_ms")).alias("_cdc_source_ts"),
-        F.col("p.transaction.id").alias("_cdc_txn_id"),
-        (F.col("p.op") == "d").alias("_cdc_deleted"),
+        F.col("p_epoch").alias("_cdc_epoch"),
+        F.col("p_rank").alias("_cdc_rank"),
+        F.col("p_total_order").alias("_cdc_total_order"),
+        F.col("p_op").alias("_cdc_op"),
+        F.timestamp_millis(F.col("p_ts_ms")).alias("_cdc_source_ts"),
+        F.col("p_txn_id").alias("_cdc_txn_id"),
+        (F.col("p_op") == "d").alias("_cdc_deleted"),
     )
 
 

@@ -1,21 +1,22 @@
 """Records (`topic, key, value` as JSON text) parsed once per batch, straight into types.
 
 A value with its Connect schema is `{"schema": S, "payload": P}`, and S is most of it
-(about 3 KB for ten columns, the same text on every event of a table). Parsing S on every
+(about 2 KB for ten columns, the same text on every event of a table). Parsing S on every
 event would cost more than the MERGE, so each record is handled in two steps:
 
-1. `cut`: the schema is cut out of the text, not parsed. The streamer writes exactly
-   `{"schema":S,"payload":P}`, and the first `,"payload":` is then the top-level key
-   unless S itself holds an object key "payload" — in which case the cut-off S is not
-   valid JSON, which `collect_shapes` notices, so the batch is cut again the slow way
-   (`cut(records, fast=False)`: a JSON parse per record). A value in any other form
-   (other spacing or key order, or no schema) takes the slow way per record. Each
-   record keeps its schema's hash (`schema_id`) and its payload text.
-2. `parse`: with the batch's few distinct schemas in hand (`collect_shapes`), each
-   payload is parsed once, into the fields every record kind has (`p`: op, source,
-   transaction; status, id, data_collections of BEGIN/END; data_collection of a release)
-   and, for a change event, its row image in JSON types (`row_<n>`, one column per
-   schema).
+1. The schema is cut out of the text, not parsed. `cut_known`: where S is a schema the
+   merge has seen (`known_schemas`), the value starts with `{"schema":S,"payload":`,
+   compared as bytes, and the payload follows. `cut`, for the others: the streamer
+   writes exactly `{"schema":S,"payload":P}`, and the first `,"payload":` is then the
+   top-level key unless S itself holds an object key "payload" — in which case the
+   cut-off S is not valid JSON, which `collect_shapes` notices, so the batch is cut
+   again the slow way (`cut(records, fast=False)`: a JSON parse per record). A value in
+   any other form (other spacing or key order, or no schema) takes the slow way per
+   record. Each record keeps its schema's hash (`schema_id`) and its payload text.
+2. `parse`: with the batch's schemas in hand, each payload is parsed once, into the
+   fields every record kind has (`FLAT`: op, source time, transaction; status, id,
+   data_collections of BEGIN/END; data_collection of a release) and, for a change
+   event, its row image in JSON types (`row_<n>`, one column per schema).
 """
 
 from __future__ import annotations
@@ -275,9 +276,26 @@ def image_type(shape: Shape) -> T.StructType:
     )
 
 
+# The fields of `PAYLOAD` that the merge reads, as top-level columns of `parse`'s output
+# (flat columns cost less to cache and to read back than one struct).
+FLAT = {
+    "p_op": ("op",),
+    "p_ts_ms": ("source", "ts_ms"),
+    "p_txn_id": ("transaction", "id"),
+    "p_total_order": ("transaction", "total_order"),
+    "p_epoch": ("transaction", "transaction_epoch"),
+    "p_rank": ("transaction", "transaction_rank"),
+    "p_status": ("status",),
+    "p_id": ("id",),
+    "p_data_collections": ("data_collections",),
+    "p_data_collection": ("data_collection",),
+}
+
+
 def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
-    """`topic, key, schema_id, payload, p` and a `row_<n>` column per change-event schema
-    (null on other records): each payload parsed once, with the schema of its kind."""
+    """`topic, key, schema_id, payload`, the `FLAT` fields and a `row_<n>` column per
+    change-event schema (null on other records): each payload parsed once, with the
+    schema of its kind."""
     payload = F.col("payload")
     rows = [s for s in shapes.all() if s.column]
     is_row = F.lit(False)
@@ -293,25 +311,32 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
     # A record `cut_known` left uncut (no schema id) is parsed later, the general way.
     other = ~is_row & F.col("schema_id").isNotNull()
     staged = cuts.drop("schema").select("*", F.when(other, F.from_json(payload, PAYLOAD)).alias("_p"), *full)
-    p = F.col("_p")
-    for shape in rows:
-        v = F.col(f"_{shape.column}")
-        # F.struct is never null itself: without the `when`, coalesce would stop at it.
-        p = F.coalesce(p, F.when(v.isNotNull(), F.struct(*[v[f.name].alias(f.name) for f in PAYLOAD.fields])))
+    sources = ["_p", *[f"_{s.column}" for s in rows]]  # at most one is not null per record
+
+    def flat(path: tuple[str, ...]) -> Column:
+        found = []
+        for source in sources:
+            column = F.col(source)
+            for name in path:
+                column = column.getField(name)
+            found.append(column)
+        return F.coalesce(*found) if len(found) > 1 else found[0]
+
     images = [
         F.when(F.col(f"_{s.column}.op") == "d", F.col(f"_{s.column}.before"))
         .otherwise(F.col(f"_{s.column}.after"))
         .alias(s.column)
         for s in rows
     ]
-    return staged.select("topic", "key", "schema_id", "payload", p.alias("p"), *images)
+    fields = [flat(path).alias(name) for name, path in FLAT.items()]
+    return staged.select("topic", "key", "schema_id", "payload", *fields, *images)
 
 
 def recognised() -> Column:
     """The payload parsed as a record the merge knows: a change event (`op`), a
     transaction boundary (`status`) or a release (`data_collection`). Malformed JSON
     parses to all-null fields, so it is not."""
-    return F.coalesce(F.col("p.op"), F.col("p.status"), F.col("p.data_collection")).isNotNull()
+    return F.coalesce(F.col("p_op"), F.col("p_status"), F.col("p_data_collection")).isNotNull()
 
 
 def census(parsed: DataFrame) -> Census:

@@ -66,29 +66,28 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     records."""
     txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
     is_txn = F.col("topic") == txn_topic
-    table = F.when(F.col("topic") == releases, F.col("p.data_collection")).otherwise(
+    table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
         F.expr(f"substring(topic, {len(prefix) + 2})")
     )
     tagged = parsed.select(
         "*",
-        F.when(is_txn, F.col("p.id")).otherwise(F.col("p.transaction.id")).alias("_txn"),
-        F.when(is_txn, F.col("p.status")).alias("_status"),
+        F.when(is_txn, F.col("p_id")).otherwise(F.col("p_txn_id")).alias("_txn"),
+        F.when(is_txn, F.col("p_status")).alias("_status"),
     )
-    block = F.col("p.transaction")
-    is_event = ~is_txn & block["total_order"].isNotNull()
+    is_event = ~is_txn & F.col("p_total_order").isNotNull()
     is_end = is_txn & (F.col("_status") == "END")
     # One row per event (its table and total_order) and per table an END counts (with a
     # row of no table for an END that counts none), shuffled once by transaction: every
     # aggregation below stays within its partition.
-    counts = F.explode_outer(F.when(is_end, F.col("p.data_collections")))
+    counts = F.explode_outer(F.when(is_end, F.col("p_data_collections")))
     marks = (
         tagged.where(is_event | is_end)
         .select(
             "_txn",
             F.when(is_event, table).alias("_table"),
-            block["total_order"].alias("_order"),
-            block["transaction_epoch"].alias("_epoch"),
-            block["transaction_rank"].alias("_rank"),
+            F.col("p_total_order").alias("_order"),
+            F.col("p_epoch").alias("_epoch"),
+            F.col("p_rank").alias("_rank"),
             is_end.alias("_end"),
             counts.alias("_c"),
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import shutil
 import sys
 import tempfile
@@ -155,20 +156,41 @@ def clone(spark, source: str, target: str) -> None:
     spark.sql(f"CREATE TABLE delta.`{target}` SHALLOW CLONE delta.`{source}`")
 
 
-def tidemark_merge(spark, records: str, root: str) -> tuple[float, float]:
-    """Seconds for the whole batch, and of them the MERGE statement's own (from the
-    commit's metrics)."""
+class Phases(logging.Handler):
+    """Seconds per phase of a merge (parse, align, merge, hold), from the merge's own log
+    records (`spark_jobs.delta_merge._phase`)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seconds: dict[str, float] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        phase = getattr(record, "phase", None)
+        if phase:
+            self.seconds[phase] = self.seconds.get(phase, 0.0) + float(getattr(record, "seconds", 0.0))
+
+
+def tidemark_merge(spark, records: str, root: str) -> tuple[float, float, dict[str, float]]:
+    """Seconds for the whole batch, of them the MERGE statement's own (from the commit's
+    metrics), and each phase's."""
     from delta.tables import DeltaTable
 
     from spark_jobs.delta_merge import apply_aligned
     from spark_jobs.merge.transactions import PendingStore
 
-    started = time.perf_counter()
-    batch = spark.read.parquet(records)
-    apply_aligned(spark, batch, root, PREFIX, {}, PendingStore(spark, f"{root}/_held"), 1)
-    took = time.perf_counter() - started
+    phases = Phases()
+    merge_log = logging.getLogger("spark_jobs.delta_merge")
+    merge_log.setLevel(logging.INFO)
+    merge_log.addHandler(phases)
+    try:
+        started = time.perf_counter()
+        batch = spark.read.parquet(records)
+        apply_aligned(spark, batch, root, PREFIX, {}, PendingStore(spark, f"{root}/_held"), 1)
+        took = time.perf_counter() - started
+    finally:
+        merge_log.removeHandler(phases)
     last = DeltaTable.forPath(spark, f"{root}/bench.t").history(1).collect()[0]
-    return took, int(last.operationMetrics["executionTimeMs"]) / 1000
+    return took, int(last.operationMetrics["executionTimeMs"]) / 1000, phases.seconds
 
 
 def bare_merge(spark, deduped: str, path: str) -> float:
@@ -228,16 +250,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"preparing a {size:,}-row table and {args.events:,} events ...", flush=True)
             base, records, deduped = prepared(spark, work, size, args.events, args.txn_size)
             deduped_rows = spark.read.parquet(deduped).count()
-            ours, ours_merge, bare = [], [], []
+            ours, ours_merge, ours_phases, bare = [], [], [], []
             # Alternating rounds on fresh clones: both merges run with a warm JVM, and the
             # best of each counts (this machine's speed drifts from minute to minute).
             for n in range(args.rounds):
                 ours_root, bare_path = str(work / f"run/ours-{size}-{n}"), str(work / f"run/bare-{size}-{n}")
                 clone(spark, base, f"{ours_root}/bench.t")
                 clone(spark, base, bare_path)
-                took, merge_part = tidemark_merge(spark, records, ours_root)
+                took, merge_part, phases = tidemark_merge(spark, records, ours_root)
                 ours.append(took)
                 ours_merge.append(merge_part)
+                ours_phases.append(phases)
                 bare.append(bare_merge(spark, deduped, bare_path))
                 print(
                     f"  round {n + 1}: Tidemark {took:.1f}s (MERGE {merge_part:.1f}s), bare MERGE {bare[-1]:.1f}s",
@@ -251,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  WARNING: the merged table has {live:,} live rows, the bare MERGE's {floor:,}")
                 shutil.rmtree(work / "run", ignore_errors=True)
             best = min(range(args.rounds), key=lambda i: ours[i])
-            results.append((size, ours[best], ours_merge[best], min(bare), deduped_rows))
+            results.append((size, ours[best], ours_merge[best], min(bare), deduped_rows, ours_phases[best]))
     finally:
         spark.stop()
         if not args.work:
@@ -261,22 +284,29 @@ def main(argv: list[str] | None = None) -> int:
         f"with BEGIN/END records; one batch; {args.master}; best of {args.rounds}"
     )
     print(
-        f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'its MERGE s':>12s} "
-        f"{'bare MERGE s':>13s} {'ratio':>6s} {'MERGE ratio':>12s}"
+        f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'parse s':>8s} "
+        f"{'align s':>8s} {'its MERGE s':>12s} {'bare MERGE s':>13s} {'ratio':>6s} {'MERGE ratio':>12s}"
     )
-    for size, ours, merge_part, bare, keys in results:
+    for size, ours, merge_part, bare, keys, phases in results:
         print(
-            f"{size:12,d} {keys:9,d} {ours:11.1f} {args.events / ours:10,.0f} {merge_part:12.1f} "
-            f"{bare:13.1f} {ours / bare:6.2f}x {merge_part / bare:11.2f}x"
+            f"{size:12,d} {keys:9,d} {ours:11.1f} {args.events / ours:10,.0f} {phases.get('parse', 0):8.1f} "
+            f"{phases.get('align', 0):8.1f} {merge_part:12.1f} {bare:13.1f} {ours / bare:6.2f}x "
+            f"{merge_part / bare:11.2f}x"
         )
     if len(results) > 1:
-        (small, ours_small, _, bare_small, _), (large, ours_large, _, bare_large, _) = results[0], results[-1]
+        (small, ours_small, _, bare_small, *_), (large, ours_large, _, bare_large, *_) = (
+            results[0],
+            results[-1],
+        )
         print(
             f"batch time from {small:,} to {large:,} rows: Tidemark x{ours_large / ours_small:.2f}, "
             f"bare MERGE x{bare_large / bare_small:.2f}"
         )
     print("target: at most 1.3x the bare MERGE; batch time grows less than 2x from 1M to 10M rows")
-    print("(its MERGE: the guarded MERGE statement alone, from the commit's executionTimeMs)")
+    print(
+        "(parse: cut, parse and cache the records; align: transaction completeness; its MERGE: the "
+        "guarded MERGE statement alone, from the commit's executionTimeMs)"
+    )
     return 0
 
 

@@ -98,14 +98,13 @@ def apply_aligned(
     combined = records.select("topic", "key", "value").unionByName(pending.read(batch_id))
     started = time.monotonic()
     with parsed_batch(combined, prefix, known) as (parsed, shapes):
-        log.info(
-            "batch %d: %d records parsed in %.1fs", batch_id, sum(shapes.records.values()), _since(started)
-        )
+        records_in = sum(shapes.records.values())
+        _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
         split = split_complete(parsed, prefix)
         try:
             started = time.monotonic()
             upto, merged = split.positions()
-            log.info("batch %d: transactions aligned in %.1fs", batch_id, _since(started))
+            _phase("align", started, "batch %d: transactions aligned", batch_id)
             positions = {"upto": upto, "merged": merged}
             topics = {f"{prefix}.{table}" for table in merged}
             # A table without merged transactions may still have events without one.
@@ -120,14 +119,17 @@ def apply_aligned(
             pending.write(
                 batch_id, split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
             )
-            log.info("batch %d: incomplete transactions held back in %.1fs", batch_id, _since(started))
+            _phase("hold", started, "batch %d: incomplete transactions held back", batch_id)
             return touched
         finally:
             split.release()
 
 
-def _since(started: float) -> float:
-    return time.monotonic() - started
+def _phase(phase: str, started: float, message: str, *args: Any) -> None:
+    """Log a step's time; `phase` and `seconds` ride along for whoever collects them (the
+    merge benchmark prints each phase)."""
+    seconds = time.monotonic() - started
+    log.info(f"{message} in %.1fs", *args, seconds, extra={"phase": phase, "seconds": seconds})
 
 
 @contextmanager
@@ -254,7 +256,7 @@ def merge_parsed(
                 **layout,
                 broadcast=small,
             )
-        log.info("%s merged in %.1fs", name, _since(started))
+        _phase("merge", started, "%s merged", name)
     return len(plans)
 
 

@@ -13,7 +13,9 @@ the same snapshot reads the same windows and skips those the streamer already re
 
 Windows are read in batches: the driver writes the batch's low watermarks, Spark's JDBC
 reader reads the batch with one partition per window (rows decoded in the JVM) and writes
-each window's rows as Parquet in a folder of its own under `--staging`, and the driver
+each window's rows as Parquet in a folder of its own under `--staging` (as read for a
+stream release; for a lakehouse release as the Delta merge would land their events,
+`spark_jobs/staged_types.py`), and the driver
 writes the high watermarks naming those folders. Tables with a column Spark cannot give
 back exactly (spatial types, DECIMAL wider than 38 digits) are read by Python on the
 executors instead, one window at a time per task (`--read-with` forces either reader).
@@ -44,7 +46,7 @@ from cdc_core.connectors.mysql import jdbc, server, snapshot_request
 from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource, table_name
 from cdc_core.connectors.mysql.snapshot_request import Shaping
 from cdc_core.errors import TidemarkError
-from cdc_core.schema.model import TableId, TableSchema
+from cdc_core.schema.model import Column, TableId, TableSchema
 from cdc_core.signals.actions import (
     WINDOW_CLOSE,
     WINDOW_OPEN,
@@ -58,6 +60,7 @@ from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import decode_key, encode_key
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import filesystem_for, write_parquet
+from spark_jobs import staged_types
 from spark_jobs.staged_rules import staged_expressions
 
 log = logging.getLogger(__name__)
@@ -171,10 +174,12 @@ def run_windows(
     signal_id: str,
     staging: str,
     shaping: Shaping,
+    lakehouse: bool = False,
 ) -> list[dict[str, Any]]:
     """On an executor, for tables Spark's JDBC reader cannot read exactly (or whose column
     rules it cannot apply exactly): LW, read with Python, shape, stage, HW for each window
-    of this partition."""
+    of this partition. `lakehouse`: staged as the Delta table holds them (see
+    `spark_jobs/staged_types.py`), not as read."""
     source = MySqlChunkSource(params, signal_table)
     results = []
     try:
@@ -191,7 +196,11 @@ def run_windows(
                 form.shape(row) for row in source.read_chunk(plan, decode_key(w["lo"]), decode_key(w["hi"]))
             ]
             uri = f"{table_staging(staging, signal_id, table)}/{w['index']:06d}-{window_id}.parquet"
-            write_parquet(uri, form.columns, rows, strings=form.shaped)
+            if lakehouse:
+                types = staged_types.arrow_types(staged_types.delta_schema(form))
+                write_parquet(uri, form.columns, staged_types.python_rows(form, rows), types=types)
+            else:
+                write_parquet(uri, form.columns, rows, strings=form.shaped)
             close_window(source, signal_id, window_id, form, len(rows), uri)
             results.append({"table": w["table"], "index": w["index"], "rows": len(rows), "staged": uri})
     finally:
@@ -223,8 +232,10 @@ class JdbcBatches:
         form: StagedForm,
         signal_id: str,
         staging: str,
+        lakehouse: bool = False,
     ) -> None:
         self.spark, self.source, self.form, self.signal_id = spark, source, form, signal_id
+        self.lakehouse = lakehouse  # staged as the Delta table holds them, not as read
         self.schema = form.schema
         self.columns = list(self.schema.column_names)
         self.url, self.options = jdbc.jdbc_url(params), jdbc.jdbc_options(params)
@@ -262,13 +273,22 @@ class JdbcBatches:
         if as_text:
             reader = reader.option("customSchema", as_text)
         predicates = [jdbc.predicate(plan, decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
-        frame = reader.jdbc(self.url, table_name(self.schema.id), predicates=predicates)
+        frame = reader.jdbc(self.url, jdbc.source_table(self.schema), predicates=predicates)
         # Only the staged columns are read (Spark prunes the others from the query), and the
         # column rules apply in the JVM before anything is written.
         shaped, unsupported = staged_expressions(self.form)
         assert not unsupported, unsupported  # such tables go to the Python reader
-        staged = [shaped[c] if c in shaped else as_staged(frame, c) for c in self.form.columns]
+        staged = [shaped[c] if c in shaped else self._staged(frame, c) for c in self.form.columns]
         frame.select(*staged).write.option("maxRecordsPerFile", 0).parquet(base)
+
+    def _staged(self, frame: Any, name: str) -> Any:
+        column = self.schema.column(name)
+        assert column is not None
+        if self.lakehouse:
+            value = staged_types.jdbc_column(column, self.form.mappings[name])
+            assert value is not None, name  # such tables go to the Python reader
+            return value
+        return as_staged(frame, column)
 
     def _close(
         self,
@@ -284,7 +304,11 @@ class JdbcBatches:
         for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
             uri, rows = staged.get(index, (f"{base}/part-{index:05d}-empty.parquet", 0))
             if index not in staged:  # Spark writes no file for an empty partition
-                write_parquet(uri, self.form.columns, [], strings=self.form.shaped)
+                if self.lakehouse:
+                    types = staged_types.arrow_types(staged_types.delta_schema(self.form))
+                    write_parquet(uri, self.form.columns, [], types=types)
+                else:
+                    write_parquet(uri, self.form.columns, [], strings=self.form.shaped)
             close_window(self.source, self.signal_id, window_id, self.form, rows, uri)
             results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
         log.info(
@@ -303,16 +327,20 @@ class JdbcBatches:
 CHAR_VARCHAR_TYPE = "__CHAR_VARCHAR_TYPE_STRING"
 
 
-def as_staged(frame: Any, column: str) -> Any:
-    """A column as it is staged: CHAR and VARCHAR values as plain strings. Spark keeps a
-    char(n) type in the Parquet schema it writes, and a Spark that reads the file again
-    (the merge's fast path) pads its values to n with spaces: 'paid' would land in Delta
-    as 'paid     '."""
+def as_staged(frame: Any, column: Column) -> Any:
+    """A column as it is staged in stream mode: CHAR and VARCHAR values as plain strings
+    (Spark keeps a char(n) type in the Parquet schema it writes, and a Spark that reads the
+    file again pads its values to n with spaces: 'paid' would become 'paid     '); a
+    DATETIME, read as an instant of the UTC session, as the wall-clock time it is."""
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
-    selected = F.col(f"`{column}`")
-    if CHAR_VARCHAR_TYPE in frame.schema[column].metadata:
-        return selected.cast("string").alias(column)
+    name = column.name
+    selected = F.col(f"`{name}`")
+    if column.type_name.upper() == "DATETIME":
+        return selected.cast(T.TimestampNTZType()).alias(name)
+    if CHAR_VARCHAR_TYPE in frame.schema[name].metadata:
+        return selected.cast("string").alias(name)
     return selected
 
 
@@ -396,10 +424,13 @@ def main(argv: list[str] | None = None) -> int:
         results: list[dict[str, Any]] = []
         python_windows: list[dict[str, Any]] = []
         shaping = Shaping(config)
+        lakehouse = action.release == "lakehouse"
         for table, group in groupby(todo, key=lambda w: w["table"]):
             table_windows = list(group)
             form = shaping.form(table_schema(driver, TableId.parse(table)), table_windows[0]["key"])
             unreadable = jdbc.unreadable_columns(form.schema) + staged_expressions(form)[1]
+            if lakehouse:
+                unreadable += staged_types.jdbc_unsupported(form)
             if read_with == "jdbc" and unreadable:
                 raise TidemarkError(
                     f"Spark's JDBC reader cannot read {table} exactly: {', '.join(unreadable)}"
@@ -409,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                     log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
                 python_windows.extend(table_windows)
                 continue
-            jobs = JdbcBatches(spark, driver, params, form, args.signal, staging)
+            jobs = JdbcBatches(spark, driver, params, form, args.signal, staging, lakehouse)
             results += jobs.run(table_windows, per_batch)
         if python_windows:
             signal_id = args.signal
@@ -418,7 +449,9 @@ def main(argv: list[str] | None = None) -> int:
                     python_windows, max(1, min(args.parallelism, len(python_windows)))
                 )
                 .mapPartitions(
-                    lambda part: run_windows(list(part), params, signal_table, signal_id, staging, shaping)
+                    lambda part: run_windows(
+                        list(part), params, signal_table, signal_id, staging, shaping, lakehouse
+                    )
                 )
                 .collect()
             )

@@ -3,12 +3,14 @@
 The Spark chunk job stages each window as Parquet, and in the lakehouse fast path the
 Delta merge applies those files as they are. So they hold only what the window's `op=r`
 events would carry: a column the rules drop is left out, and a column a truncation, mask
-or hash applies to holds its event value with those rules applied (a string). Every other
-column keeps the reader's value; the merge types it as the events' column, and in stream
-mode the streamer converts it when it makes the events (`RowShaper` with `staged`).
+or hash applies to holds its event value with those rules applied (a string). In stream
+mode every other column keeps the reader's value, and the streamer converts it when it
+makes the events (`RowShaper` with `staged`); in lakehouse mode the chunk job stages it as
+the merge would land its event, in the Delta type of its events' field (`mappings`; see
+`spark_jobs/staged_types.py`).
 
-Key columns (the message key and the snapshot's chunk key) stay as read: the event key
-carries them so, and a release leaves out the keys the stream changed by their values.
+Key columns (the message key and the snapshot's chunk key) stay as read in stream mode:
+the streamer compares them with the keys the stream changed inside the window.
 Rules are `ColumnRules`' own (`cdc_core/filters.py`); `spark_jobs/staged_rules.py` turns
 the same rule objects into Spark expressions.
 """
@@ -60,6 +62,7 @@ class StagedForm:
         keys = message_key | set(snapshot_key)
         columns: list[str] = []
         shaped: dict[str, ShapedColumn] = {}
+        mappings: dict[str, ColumnMapping] = {}
         positions: list[int] = []
         # Key columns staged as read although the events drop or change them.
         self.raw_but_shaped: list[str] = []
@@ -69,7 +72,7 @@ class StagedForm:
                 continue
             columns.append(column.name)
             positions.append(position)
-            mapping = types.map_column(column)
+            mapping = mappings[column.name] = types.map_column(column)
             applying = tuple(rules.value_rules(schema.id, column.name, mapping))
             if column.name in keys:
                 if applying or not in_events:
@@ -78,6 +81,7 @@ class StagedForm:
                 shaped[column.name] = ShapedColumn(column.name, mapping, applying)
         self.columns = tuple(columns)
         self.shaped = shaped
+        self.mappings = mappings  # each staged column's type mapping (its events' field)
         self._index = {name: i for i, name in enumerate(columns)}
         self._plan = [
             (p, shaped[c].shape if c in shaped else None) for p, c in zip(positions, columns, strict=True)

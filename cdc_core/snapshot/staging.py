@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,17 +91,29 @@ def filesystem_for(uri: str) -> tuple[Any, str]:
 
 
 def write_parquet(
-    uri: str, columns: Sequence[str], rows: list[tuple[Any, ...]], strings: Collection[str] = ()
+    uri: str,
+    columns: Sequence[str],
+    rows: list[tuple[Any, ...]],
+    strings: Collection[str] = (),
+    types: Mapping[str, Any] | None = None,
 ) -> None:
     """Stage a window's rows as one Parquet file (types inferred per column: Decimal,
     datetime, date, timedelta and bytes keep their Python types when read back).
     `strings`: columns typed as strings whatever their values (shaped by column rules:
-    a window whose values there are all NULL must not stage them as another type)."""
+    a window whose values there are all NULL must not stage them as another type).
+    `types`: every column's Arrow type, nothing inferred (lakehouse staging, which Spark
+    reads as one table)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     filesystem, path = filesystem_for(uri)
-    if rows:
+    if types is not None:
+        values = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
+        table = pa.table(
+            [pa.array(col, types[name]) for name, col in zip(columns, values, strict=True)],
+            names=list(columns),
+        )
+    elif rows:
         columns_values = zip(*rows, strict=True)
         arrays = [
             pa.array(col, pa.string())

@@ -10,9 +10,11 @@ read from JSON as its Connect primitive, then turned into its Delta type here.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import decimal
 from typing import Any
 
+import orjson
 import pandas as pd  # pandas UDFs resolve their type hints in this module
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -34,13 +36,16 @@ _PRIMITIVE: dict[str, T.DataType] = {
     "array": T.StringType(),
     "map": T.StringType(),
 }
-_MILLIS = {"io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"}
+MILLIS = {"io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp"}
 _MICROS = {"io.debezium.time.MicroTimestamp"}
 _NANOS = {"io.debezium.time.NanoTimestamp"}
 _DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
-_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+DECIMAL = "org.apache.kafka.connect.data.Decimal"
 # Spark's decimals hold at most 38 digits; wider ones stay text (exact, not a double).
 _MAX_PRECISION = 38
+# Exact decimal arithmetic (MySQL's DECIMAL has up to 65 digits; Python's default context
+# rounds to 28).
+_EXACT = decimal.Context(prec=100)
 
 
 def json_type(field: dict[str, Any]) -> T.DataType:
@@ -65,11 +70,11 @@ def delta_type(field: dict[str, Any]) -> T.DataType:
     name, kind = field.get("name"), field["type"]
     if name in _DATES:
         return T.DateType()
-    if name in _MILLIS | _MICROS | _NANOS:
+    if name in MILLIS | _MICROS | _NANOS:
         return T.TimestampNTZType()
     if name == "io.debezium.time.ZonedTimestamp":
         return T.TimestampType()
-    if name == _DECIMAL:
+    if name == DECIMAL:
         precision, scale = decimal_shape(field)
         return T.DecimalType(precision, scale) if precision <= _MAX_PRECISION else T.StringType()
     if kind == "bytes":
@@ -82,7 +87,7 @@ def convert(column: Column, field: dict[str, Any]) -> Column:
     name, kind = field.get("name"), field["type"]
     if name in _DATES:
         return F.date_add(F.lit("1970-01-01").cast("date"), column)
-    if name in _MILLIS:
+    if name in MILLIS:
         return F.timestamp_millis(column).cast(T.TimestampNTZType())  # the session runs in UTC
     if name in _MICROS:
         return F.timestamp_micros(column).cast(T.TimestampNTZType())
@@ -90,7 +95,7 @@ def convert(column: Column, field: dict[str, Any]) -> Column:
         return F.timestamp_micros(F.floor(column / 1000)).cast(T.TimestampNTZType())
     if name == "io.debezium.time.ZonedTimestamp":
         return F.to_timestamp(column)
-    if name == _DECIMAL:
+    if name == DECIMAL:
         precision, scale = decimal_shape(field)
         return _decimal_udf(precision, scale)(column)
     if kind == "bytes":
@@ -98,12 +103,43 @@ def convert(column: Column, field: dict[str, Any]) -> Column:
     return column
 
 
+_EPOCH_DATE = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def delta_value(field: dict[str, Any]) -> Any:
+    """`convert`'s Python twin: a function from an event value of `field` (as the
+    streamer makes it, before JSON) to the value `convert` gives in Delta. The Spark chunk
+    job stages lakehouse rows read by Python with it (`spark_jobs/staged_types.py`)."""
+    name, kind = field.get("name"), field["type"]
+    if name in _DATES:
+        return lambda v: _EPOCH_DATE + dt.timedelta(days=v)
+    if name in MILLIS:
+        return lambda v: _EPOCH + dt.timedelta(milliseconds=v)
+    if name in _MICROS:
+        return lambda v: _EPOCH + dt.timedelta(microseconds=v)
+    if name in _NANOS:
+        return lambda v: _EPOCH + dt.timedelta(microseconds=v // 1000)
+    if name == "io.debezium.time.ZonedTimestamp":
+        return dt.datetime.fromisoformat  # ISO 8601 with Z: an instant
+    if name == DECIMAL:
+        precision, scale = decimal_shape(field)
+        if precision > _MAX_PRECISION:
+            return lambda v: format(decode_decimal(v, scale), "f")
+        return lambda v: decode_decimal(v, scale)
+    if kind == "bytes":
+        return base64.b64decode
+    if kind in ("struct", "array", "map"):
+        return lambda v: orjson.dumps(v).decode()  # its JSON text, compact, as Spark keeps it
+    return lambda v: v
+
+
 def decode_decimal(text: str | None, scale: int) -> decimal.Decimal | None:
     """Base64 big-endian two's complement unscaled value -> Decimal."""
     if text is None:
         return None
     unscaled = int.from_bytes(base64.b64decode(text), "big", signed=True)
-    return decimal.Decimal(unscaled).scaleb(-scale)
+    return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
 
 
 def _decimal_udf(precision: int, scale: int) -> Any:

@@ -6,8 +6,10 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from pymysql.constants import FIELD_TYPE
 
 from cdc_core.connectors.mysql import jdbc
+from cdc_core.connectors.mysql.chunk_reader import CONVERSIONS, select_list
 from cdc_core.connectors.mysql.types import TypeModes, map_column
 from cdc_core.schema.model import Column, TableId, TableSchema
 from cdc_core.signals.conditions import parse_condition
@@ -83,6 +85,29 @@ def test_tables_with_columns_spark_cannot_read_exactly_keep_the_python_reader():
         ("id",),
     )
     assert jdbc.unreadable_columns(odd) == ["pos (POINT)", "big (DECIMAL(65))"]
+
+
+def test_float_columns_are_read_as_the_exact_double_and_datetimes_as_instants():
+    """The text protocol prints a FLOAT with six digits; `* 1e0` widens it exactly (and
+    keeps -0.0). Spark's JDBC reader moves a DATETIME before 1582 unless read as an instant."""
+    plain = TableSchema(
+        TableId("shop", "t"), [Column("id", "INT"), Column("at", "DATETIME", length=3)], ("id",)
+    )
+    assert jdbc.source_table(plain) == "`shop`.`t`"
+    assert jdbc.custom_schema(plain) == "`at` TIMESTAMP"
+    floats = TableSchema(TableId("shop", "t"), [Column("id", "INT"), Column("f", "FLOAT")], ("id",))
+    assert select_list(floats) == "`id`, `f` * 1e0 AS `f`"
+    assert jdbc.source_table(floats) == "(SELECT `id`, `f` * 1e0 AS `f` FROM `shop`.`t`) AS `t`"
+
+
+def test_dates_python_cannot_hold_are_read_as_none_as_the_binlog_decoder_gives_them():
+    assert CONVERSIONS[FIELD_TYPE.DATETIME]("0000-00-00 00:00:00") is None
+    assert CONVERSIONS[FIELD_TYPE.TIMESTAMP]("0000-00-00 00:00:00.000") is None
+    assert CONVERSIONS[FIELD_TYPE.DATE]("2024-00-00") is None
+    assert CONVERSIONS[FIELD_TYPE.DATETIME]("1000-01-01 00:00:00.001") == dt.datetime(
+        1000, 1, 1, 0, 0, 0, 1000
+    )
+    assert CONVERSIONS[FIELD_TYPE.DATE]("9999-12-31") == dt.date(9999, 12, 31)
 
 
 @pytest.mark.parametrize(

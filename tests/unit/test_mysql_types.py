@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import struct
 
 import pytest
 
@@ -61,6 +62,42 @@ def test_decimal_modes():
     assert conv(col, value, TypeModes(decimal="double")) == pytest.approx(12345678.91)
 
 
+@pytest.mark.parametrize(
+    ("precision", "scale", "text"),
+    [(38, 10, "9" * 28 + "." + "9" * 10), (38, 0, "-" + "9" * 38), (65, 30, "-" + "9" * 35 + "." + "9" * 30)],
+)
+def test_decimals_wider_than_28_digits_stay_exact(precision, scale, text):
+    """Python's default decimal context rounds to 28 digits: 38 nines became 10^38."""
+    encoded = conv(Column("d", "DECIMAL", length=precision, scale=scale), decimal.Decimal(text))
+    unscaled = int.from_bytes(base64.b64decode(encoded), "big", signed=True)
+    assert unscaled == int(text.replace(".", ""))
+
+
+@pytest.mark.parametrize(
+    ("stored", "event"),
+    [
+        (1.100000023841858, 1.1),
+        (16777216.0, 16777216.0),  # 7 digits made it 16777220
+        (1.2345670461654663, 1.234567),
+        (0.10000000149011612, 0.1),
+        (3.4028234663852886e38, 3.4028235e38),
+        (1.1754943508222875e-38, 1.1754944e-38),
+        (1.401298464324817e-45, 1e-45),
+        (-0.0, -0.0),
+    ],
+)
+def test_a_float_is_its_shortest_decimal_that_reads_back_as_the_stored_float(stored, event):
+    value = conv(Column("f", "FLOAT"), stored)
+    assert value == event and repr(value) == repr(event)
+    assert struct.unpack("<f", struct.pack("<f", value)) == (stored,)
+
+
+def test_year_zero_which_the_binlog_decoder_gives_as_1900():
+    assert conv(Column("y", "YEAR"), 1900) == 0  # python-mysql-replication's YEAR 0000
+    assert conv(Column("y", "YEAR"), 0) == 0  # the snapshot readers'
+    assert conv(Column("y", "YEAR"), 1901) == 1901
+
+
 def test_bigint_unsigned_precise():
     col = Column("n", "BIGINT", unsigned=True)
     encoded = conv(col, 2**64 - 1, TypeModes(bigint_unsigned="precise"))
@@ -96,6 +133,18 @@ def test_temporal_connect_mode_and_adaptive_time():
 def test_zero_date_in_a_not_null_column_becomes_the_epoch():
     assert conv(Column("d", "DATE", nullable=False), None) == 0
     assert conv(Column("d", "DATE"), None) is None
+
+
+def test_the_zero_timestamp_the_binlog_decoder_gives_as_the_epoch_is_a_zero_date():
+    """The binlog holds '0000-00-00 00:00:00' as 0 seconds, which the decoder gives as the
+    epoch; the snapshot readers give None. No TIMESTAMP holds the epoch itself."""
+    for fsp in (0, 6):
+        assert conv(Column("ts", "TIMESTAMP", length=fsp), dt.datetime(1970, 1, 1)) is None
+        assert conv(Column("ts", "TIMESTAMP", length=fsp), None) is None
+        not_null = Column("ts", "TIMESTAMP", length=fsp, nullable=False)
+        epoch = "1970-01-01T00:00:00" + (".000000" if fsp else "") + "Z"
+        assert conv(not_null, dt.datetime(1970, 1, 1)) == conv(not_null, None) == epoch
+    assert conv(Column("ts", "TIMESTAMP"), dt.datetime(1970, 1, 1, 0, 0, 1)) == "1970-01-01T00:00:01Z"
 
 
 def test_binary_modes():

@@ -15,11 +15,13 @@ from typing import Any
 
 import orjson
 import pymysql
+from pymysql import converters
+from pymysql.constants import FIELD_TYPE
 
 from cdc_core.connectors.mysql import server
 from cdc_core.connectors.mysql.server import quote
 from cdc_core.errors import TidemarkError
-from cdc_core.schema.model import TableId
+from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.conditions import render
 from cdc_core.snapshot.chunks import ChunkPlan, Key
 
@@ -33,6 +35,37 @@ _EXACT = {
 
 def table_name(table: TableId) -> str:
     return f"{quote(table.database)}.{quote(table.table)}"
+
+
+def select_list(schema: TableSchema) -> str:
+    """The columns a chunk query reads, in table order. A FLOAT is read as the DOUBLE it
+    widens to exactly (`* 1e0`, which keeps -0.0): the text protocol prints a FLOAT with six significant
+    digits (1.234567 as 1.23457), where the binlog has all its bits."""
+    return ", ".join(
+        f"{quote(c.name)} * 1e0 AS {quote(c.name)}" if c.type_name.upper() == "FLOAT" else quote(c.name)
+        for c in schema.columns
+    )
+
+
+def _or_none(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """pymysql gives a date Python cannot hold (MySQL's zero dates, '2024-00-00') as its
+    text; the binlog decoder gives None, which the type mapping makes null (or the epoch
+    in a NOT NULL column)."""
+
+    def convert(text: str) -> Any:
+        value = parse(text)
+        return None if isinstance(value, str) else value
+
+    return convert
+
+
+# pymysql's conversions, with dates read as the binlog decoder reads them.
+CONVERSIONS = {
+    **converters.conversions,
+    FIELD_TYPE.DATE: _or_none(converters.convert_date),
+    FIELD_TYPE.DATETIME: _or_none(converters.convert_datetime),
+    FIELD_TYPE.TIMESTAMP: _or_none(converters.convert_datetime),
+}
 
 
 # A placeholder no identifier can hold: MySQL names never contain U+0000.
@@ -67,7 +100,7 @@ def where_clause(
 class MySqlChunkSource:
     def __init__(self, params: dict[str, Any], signal_table: str | None) -> None:
         try:
-            self.conn = server.connect(params, init_command="SET time_zone = '+00:00'")
+            self.conn = server.connect(params, init_command="SET time_zone = '+00:00'", conv=CONVERSIONS)
         except pymysql.err.OperationalError as exc:
             raise TidemarkError(
                 f"snapshot reader cannot connect to {params.get('host')}:{params.get('port')}: {exc.args[-1]}"
@@ -129,8 +162,7 @@ class MySqlChunkSource:
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
         where, params = self._where(plan, lo, hi)
-        columns = ", ".join(quote(c.name) for c in plan.table.columns)
-        sql = f"SELECT {columns} FROM {table_name(plan.table.id)}{where}{self._order(plan)}"
+        sql = f"SELECT {select_list(plan.table)} FROM {table_name(plan.table.id)}{where}{self._order(plan)}"
         with self.conn.cursor() as cur:
             cur.execute(sql, params)
             return [tuple(row) for row in cur.fetchall()]

@@ -19,7 +19,7 @@ import datetime as dt
 import decimal
 from typing import Any
 
-from cdc_core.connectors.mysql.chunk_reader import where_clause
+from cdc_core.connectors.mysql.chunk_reader import select_list, table_name, where_clause
 from cdc_core.connectors.mysql.server import quote
 from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, INT_TYPES
 from cdc_core.schema.model import TableSchema
@@ -29,8 +29,13 @@ DRIVER = "org.mariadb.jdbc.Driver"
 # Spark's decimals hold at most 38 digits.
 MAX_DECIMAL_PRECISION = 38
 # Spark types forced through `customSchema`: TIME spans ±838 hours, which no Spark type
-# holds, so it is read as MySQL's text; BIT(n) is a number, not the bytes Spark makes of it.
-_READ_AS = {"TIME": "STRING", "BIT": "BIGINT"}
+# holds, so it is read as MySQL's text; BIT(n) is a number, not the bytes Spark makes of it;
+# DATETIME as an instant (of the UTC session), which the chunk job makes the wall-clock
+# TIMESTAMP_NTZ again: Spark reads a TIMESTAMP_NTZ without moving java.sql.Timestamp's
+# calendar to its own, so a DATETIME before 1582 moved by days (1000-01-01 became
+# 1000-01-06). (Its text is no way round: the driver gives '...00.001' of a DATETIME(3) as
+# '...00.1000'.)
+_READ_AS = {"TIME": "STRING", "BIT": "BIGINT", "DATETIME": "TIMESTAMP"}
 _EXACT = (
     set(INT_TYPES)
     | CHAR_TYPES
@@ -79,6 +84,17 @@ def unreadable_columns(schema: TableSchema) -> list[str]:
         elif kind in ("DECIMAL", "NUMERIC") and (column.length or 10) > MAX_DECIMAL_PRECISION:
             bad.append(f"{column.name} ({column.type_name}({column.length}))")
     return bad
+
+
+def source_table(schema: TableSchema) -> str:
+    """What Spark reads the table from: the table itself, or, when it has FLOAT columns,
+    a derived table of the chunk reader's columns (FLOAT as the exact DOUBLE; the text
+    protocol would give six significant digits). MySQL merges the derived table into the
+    window's query, so the key predicates still use the index."""
+    table = table_name(schema.id)
+    if not any(c.type_name.upper() == "FLOAT" for c in schema.columns):
+        return table
+    return f"(SELECT {select_list(schema)} FROM {table}) AS {quote(schema.id.table)}"
 
 
 def custom_schema(schema: TableSchema) -> str | None:

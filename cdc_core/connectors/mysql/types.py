@@ -22,6 +22,7 @@ import datetime as dt
 import decimal
 import ipaddress
 import math
+import struct
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -159,8 +160,26 @@ def _wrap_signed64(v: Any) -> int:
 
 
 def _float(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    # FLOAT is stored as 4-byte IEEE; print it with float precision (1.1, not 1.100000023841858).
-    return field("float32", column.name, opt), lambda v: v if not math.isfinite(v) else float(f"{v:.7g}")
+    return field("float32", column.name, opt), _float32
+
+
+def _float32(v: float) -> float:
+    """FLOAT is stored as 4-byte IEEE: its shortest decimal that reads back as the same
+    4-byte value (1.1, not 1.100000023841858; 16777216, which 7 digits would make 16777220)."""
+    if not math.isfinite(v):
+        return v
+    stored = _FLOAT32.unpack(_FLOAT32.pack(v))[0]
+    for digits in range(1, 10):
+        shortest = float(f"{v:.{digits}g}")
+        try:
+            if _FLOAT32.unpack(_FLOAT32.pack(shortest))[0] == stored:
+                return shortest
+        except OverflowError:  # rounded up beyond the largest float
+            continue
+    return stored
+
+
+_FLOAT32 = struct.Struct("<f")
 
 
 def _double(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
@@ -178,9 +197,14 @@ def _decimal_schema(name: str, opt: bool, scale: int, precision: int) -> Schema:
     )
 
 
+# Exact arithmetic on DECIMAL values (65 digits at most): Python's default context would
+# round them to 28 significant digits.
+DECIMAL_CONTEXT = decimal.Context(prec=100)
+
+
 def _encode_decimal(value: decimal.Decimal, scale: int) -> str:
     """Connect's Decimal: the unscaled value as big-endian two's complement, base64 in JSON."""
-    unscaled = int(value.scaleb(scale).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
+    unscaled = int(value.scaleb(scale, DECIMAL_CONTEXT).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
     length = max(1, (unscaled.bit_length() + 8) // 8)
     return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
 
@@ -222,7 +246,11 @@ def _bits_to_int(v: Any) -> int:
 
 
 def _year(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    return field("int32", column.name, opt, logical="io.debezium.time.Year", version=1), int
+    # python-mysql-replication decodes YEAR 0000 (stored as 0) as 1900, a year no YEAR
+    # column holds (1901-2155 and 0000).
+    return field(
+        "int32", column.name, opt, logical="io.debezium.time.Year", version=1
+    ), lambda v: 0 if int(v) == 1900 else int(v)
 
 
 # ----------------------------------------------------------------------------- time
@@ -298,7 +326,13 @@ def _timestamp(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Con
             text += "." + f"{v.microsecond:06d}"[:fsp]
         return text + "Z"
 
-    return field("string", column.name, opt, logical="io.debezium.time.ZonedTimestamp", version=1), convert
+    schema = field("string", column.name, opt, logical="io.debezium.time.ZonedTimestamp", version=1)
+    if opt:
+        # The zero TIMESTAMP ('0000-00-00 00:00:00') is 0 seconds in the binlog, which the
+        # decoder gives as the epoch, an instant no TIMESTAMP holds otherwise: null, as
+        # the snapshot readers give it and as for the other zero dates (NOT NULL: the epoch).
+        return schema, lambda v: None if v.replace(tzinfo=None) == EPOCH else convert(v)
+    return schema, convert
 
 
 # ----------------------------------------------------------------------------- text, binary

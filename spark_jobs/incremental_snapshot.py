@@ -59,7 +59,7 @@ from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import decode_key, encode_key
 from cdc_core.snapshot.staged_form import StagedForm
-from cdc_core.snapshot.staging import filesystem_for, write_parquet
+from cdc_core.snapshot.staging import filesystem_for
 from spark_jobs import staged_types
 from spark_jobs.staged_rules import staged_expressions
 
@@ -196,11 +196,7 @@ def run_windows(
                 form.shape(row) for row in source.read_chunk(plan, decode_key(w["lo"]), decode_key(w["hi"]))
             ]
             uri = f"{table_staging(staging, signal_id, table)}/{w['index']:06d}-{window_id}.parquet"
-            if lakehouse:
-                types = staged_types.arrow_types(staged_types.delta_schema(form))
-                write_parquet(uri, form.columns, staged_types.python_rows(form, rows), types=types)
-            else:
-                write_parquet(uri, form.columns, rows, strings=form.shaped)
+            staged_types.write_window(uri, form, rows, lakehouse)
             close_window(source, signal_id, window_id, form, len(rows), uri)
             results.append({"table": w["table"], "index": w["index"], "rows": len(rows), "staged": uri})
     finally:
@@ -304,11 +300,7 @@ class JdbcBatches:
         for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
             uri, rows = staged.get(index, (f"{base}/part-{index:05d}-empty.parquet", 0))
             if index not in staged:  # Spark writes no file for an empty partition
-                if self.lakehouse:
-                    types = staged_types.arrow_types(staged_types.delta_schema(self.form))
-                    write_parquet(uri, self.form.columns, [], types=types)
-                else:
-                    write_parquet(uri, self.form.columns, [], strings=self.form.shaped)
+                staged_types.write_window(uri, self.form, [], self.lakehouse)
             close_window(self.source, self.signal_id, window_id, self.form, rows, uri)
             results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
         log.info(

@@ -31,6 +31,7 @@ from pyspark.sql import types as T
 from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, INT_TYPES
 from cdc_core.schema.model import Column as TableColumn
 from cdc_core.snapshot.staged_form import StagedForm
+from cdc_core.snapshot.staging import write_parquet
 from cdc_core.source import ColumnMapping
 from spark_jobs.merge import connect_types
 
@@ -74,6 +75,16 @@ def _through_event(mapping: ColumnMapping) -> Callable[[Any], Any]:
         return None if value is None else delta(value)
 
     return convert
+
+
+def write_window(uri: str, form: StagedForm, rows: list[tuple[Any, ...]], lakehouse: bool) -> None:
+    """Stage a window read by Python (or an empty one): as read for a stream release, in
+    the Delta types for a lakehouse release."""
+    if lakehouse:
+        types = arrow_types(delta_schema(form))
+        write_parquet(uri, form.columns, python_rows(form, rows), types=types)
+    else:
+        write_parquet(uri, form.columns, rows, strings=form.shaped)
 
 
 def arrow_types(schema: T.StructType) -> dict[str, Any]:

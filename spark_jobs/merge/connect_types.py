@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import decimal
 from typing import Any
 
 import orjson
@@ -21,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
+from cdc_core.events.connect_decimal import decode_decimal
 
 _PRIMITIVE: dict[str, T.DataType] = {
     "int8": T.ByteType(),
@@ -43,9 +43,6 @@ _DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 # Spark's decimals hold at most 38 digits; wider ones stay text (exact, not a double).
 _MAX_PRECISION = 38
-# Exact decimal arithmetic (MySQL's DECIMAL has up to 65 digits; Python's default context
-# rounds to 28).
-_EXACT = decimal.Context(prec=100)
 
 
 def json_type(field: dict[str, Any]) -> T.DataType:
@@ -132,14 +129,6 @@ def delta_value(field: dict[str, Any]) -> Any:
     if kind in ("struct", "array", "map"):
         return lambda v: orjson.dumps(v).decode()  # its JSON text, compact, as Spark keeps it
     return lambda v: v
-
-
-def decode_decimal(text: str | None, scale: int) -> decimal.Decimal | None:
-    """Base64 big-endian two's complement unscaled value -> Decimal."""
-    if text is None:
-        return None
-    unscaled = int.from_bytes(base64.b64decode(text), "big", signed=True)
-    return decimal.Decimal(unscaled).scaleb(-scale, _EXACT)
 
 
 def _decimal_udf(precision: int, scale: int) -> Any:

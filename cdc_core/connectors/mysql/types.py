@@ -32,6 +32,7 @@ import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.errors import UnsupportedTypeError
+from cdc_core.events.connect_decimal import encode_decimal
 from cdc_core.events.connect_schema import Schema, field
 from cdc_core.schema.model import Column
 from cdc_core.source import IDENTITY, ColumnMapping
@@ -139,7 +140,7 @@ def _integer(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Conve
     unsigned = column.unsigned
     if bits == 64 and unsigned:
         if modes.bigint_unsigned == "precise":
-            return _decimal_schema(column.name, opt, 0, 20), lambda v: _encode_decimal(decimal.Decimal(v), 0)
+            return _decimal_schema(column.name, opt, 0, 20), lambda v: encode_decimal(decimal.Decimal(v), 0)
         return field("int64", column.name, opt), _wrap_signed64
     if bits == 8:
         type_ = "int16"
@@ -197,18 +198,6 @@ def _decimal_schema(name: str, opt: bool, scale: int, precision: int) -> Schema:
     )
 
 
-# Exact arithmetic on DECIMAL values (65 digits at most): Python's default context would
-# round them to 28 significant digits.
-DECIMAL_CONTEXT = decimal.Context(prec=100)
-
-
-def _encode_decimal(value: decimal.Decimal, scale: int) -> str:
-    """Connect's Decimal: the unscaled value as big-endian two's complement, base64 in JSON."""
-    unscaled = int(value.scaleb(scale, DECIMAL_CONTEXT).to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
-    length = max(1, (unscaled.bit_length() + 8) // 8)
-    return base64.b64encode(unscaled.to_bytes(length, "big", signed=True)).decode()
-
-
 def _decimal(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
     precision = column.length or 10
     scale = column.scale or 0
@@ -216,7 +205,7 @@ def _decimal(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Conve
         return field("string", column.name, opt), lambda v: format(decimal.Decimal(v), "f")
     if modes.decimal == "double":
         return field("float64", column.name, opt), float
-    return _decimal_schema(column.name, opt, scale, precision), lambda v: _encode_decimal(
+    return _decimal_schema(column.name, opt, scale, precision), lambda v: encode_decimal(
         decimal.Decimal(v), scale
     )
 

@@ -13,9 +13,11 @@ large one. Also the JSON floor: reading the records and parsing every payload in
 merge's types, each cut out at its schema's known length, and nothing else. Every merge
 of these records has to read and parse them, so the bare MERGE plus that floor is the
 least any of them could take here; the benchmark prints that lowest possible ratio
-beside the one reached.
+beside the one reached. `--source kafka` writes the events to Kafka first and reads the
+batch from there, as the merge job does (the bare MERGE still reads its prepared input).
 
     python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 2] [--work DIR]
+                          [--source parquet|kafka] [--bootstrap HOST:PORT]
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from cdc_core.events.connect_schema import envelope_schema, field, key_schema, row_schema, struct
 from cdc_core.transactions import TRANSACTION_KEY_SCHEMA, TRANSACTION_VALUE_SCHEMA
@@ -163,7 +169,7 @@ def deduplicated(spark, records: str, out: str) -> None:
         newest_per_key(changes.rows, changes.key_columns).write.mode("overwrite").parquet(out)
 
 
-def json_floor(spark, records: str) -> float:
+def json_floor(spark, read: Callable[[], Any]) -> float:
     """Seconds to read the batch's records and parse every payload into the types the
     merge parses it into, and nothing else: each payload is cut out at its schema's known
     length (no search, no check), then parsed (no cache, no alignment, no deduplication,
@@ -181,7 +187,7 @@ def json_floor(spark, records: str) -> float:
     starts = [len((OPEN + text + CUT).encode()) for text in (value_schema_text(), transaction_schema_text())]
     at = F.when(change, F.lit(starts[0])).otherwise(F.lit(starts[1]))
     started = time.perf_counter()
-    cut = spark.read.parquet(records).select("topic", "value", at.alias("at"))
+    cut = read().select("topic", "value", at.alias("at"))
     payload = F.expr("CAST(substring(CAST(value AS BINARY), at + 1, octet_length(value) - at - 1) AS STRING)")
     parsed = cut.select("topic", payload.alias("payload")).select(
         F.when(change, F.from_json("payload", read_as)).alias("change"),
@@ -189,6 +195,45 @@ def json_floor(spark, records: str) -> float:
     )
     parsed.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started
+
+
+def to_kafka(spark, records: str, servers: str) -> Callable[[], Any]:
+    """The records written to Kafka (their topics, as the streamer would have) and a
+    reader of just them, as the merge job reads a batch: offsets from the topics' ends
+    before the load to their ends after it."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from spark_jobs.delta_merge import kafka_records
+
+    topics = [TOPIC, f"{PREFIX}.transaction"]
+    consumer = Consumer({"bootstrap.servers": servers, "group.id": "tidemark-bench"})
+
+    def ends() -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for topic in topics:
+            parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+            for p in parts:
+                high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                out.setdefault(topic, {})[str(p)] = high
+        return out
+
+    try:
+        before = ends()
+        spark.read.parquet(records).select("topic", "key", "value").write.format("kafka").option(
+            "kafka.bootstrap.servers", servers
+        ).save()
+        end = ends()
+    finally:
+        consumer.close()
+    # A partition that did not exist before the load starts at 0.
+    start = {t: {p: before.get(t, {}).get(p, 0) for p in parts} for t, parts in end.items()}
+    tasks = spark.sparkContext.defaultParallelism
+    options = {
+        "subscribe": ",".join(topics),
+        "startingOffsets": json.dumps(start),
+        "endingOffsets": json.dumps(end),
+    }
+    return lambda: kafka_records(spark.read, servers, tasks, **options)
 
 
 def clone(spark, source: str, target: str) -> None:
@@ -209,9 +254,10 @@ class Phases(logging.Handler):
             self.seconds[phase] = self.seconds.get(phase, 0.0) + float(getattr(record, "seconds", 0.0))
 
 
-def tidemark_merge(spark, records: str, root: str) -> tuple[float, float, dict[str, float]]:
+def tidemark_merge(spark, read: Callable[[], Any], root: str) -> tuple[float, float, dict[str, float]]:
     """Seconds for the whole batch, of them the MERGE statement's own (from the commit's
-    metrics), and each phase's."""
+    metrics), and each phase's. The offsets reached come from the records when they carry
+    them (Kafka), as in the merge job."""
     from delta.tables import DeltaTable
 
     from spark_jobs.delta_merge import apply_aligned
@@ -223,8 +269,9 @@ def tidemark_merge(spark, records: str, root: str) -> tuple[float, float, dict[s
     merge_log.addHandler(phases)
     try:
         started = time.perf_counter()
-        batch = spark.read.parquet(records)
-        apply_aligned(spark, batch, root, PREFIX, {}, PendingStore(spark, f"{root}/_held"), 1)
+        batch = read()
+        reached = None if "offset" in batch.columns else {}
+        apply_aligned(spark, batch, root, PREFIX, reached, PendingStore(spark, f"{root}/_held"), 1)
         took = time.perf_counter() - started
     finally:
         merge_log.removeHandler(phases)
@@ -274,6 +321,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="runs of each merge; the best counts")
     parser.add_argument("--work", help="keep prepared tables and events here (reused by later runs)")
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--source",
+        choices=("parquet", "kafka"),
+        default="parquet",
+        help="where the merge reads the events: a Parquet file, or Kafka topics as the merge job does",
+    )
+    parser.add_argument("--bootstrap", default=os.environ.get("TIDEMARK_KAFKA_BOOTSTRAP", "127.0.0.1:9092"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -289,19 +343,25 @@ def main(argv: list[str] | None = None) -> int:
             print(f"preparing a {size:,}-row table and {args.events:,} events ...", flush=True)
             base, records, deduped = prepared(spark, work, size, args.events, args.txn_size)
             deduped_rows = spark.read.parquet(deduped).count()
+            if args.source == "kafka":
+                print(f"writing the events to Kafka at {args.bootstrap} ...", flush=True)
+                read = to_kafka(spark, records, args.bootstrap)
+            else:
+                read = partial(spark.read.parquet, records)
             ours, ours_merge, ours_phases, bare, floor_json = [], [], [], [], []
             # Alternating rounds on fresh clones: both merges run with a warm JVM, and the
             # best of each counts (this machine's speed drifts from minute to minute).
+            shutil.rmtree(work / "run", ignore_errors=True)  # left by an interrupted run
             for n in range(args.rounds):
                 ours_root, bare_path = str(work / f"run/ours-{size}-{n}"), str(work / f"run/bare-{size}-{n}")
                 clone(spark, base, f"{ours_root}/bench.t")
                 clone(spark, base, bare_path)
-                took, merge_part, phases = tidemark_merge(spark, records, ours_root)
+                took, merge_part, phases = tidemark_merge(spark, read, ours_root)
                 ours.append(took)
                 ours_merge.append(merge_part)
                 ours_phases.append(phases)
                 bare.append(bare_merge(spark, deduped, bare_path))
-                floor_json.append(json_floor(spark, records))
+                floor_json.append(json_floor(spark, read))
                 print(
                     f"  round {n + 1}: Tidemark {took:.1f}s (MERGE {merge_part:.1f}s), bare MERGE {bare[-1]:.1f}s, "
                     f"JSON floor {floor_json[-1]:.1f}s",
@@ -332,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(
         f"\n{args.events:,} events (30% inserts, 60% updates, 10% deletes) in transactions of {args.txn_size}, "
-        f"with BEGIN/END records; one batch; {args.master}; best of {args.rounds}"
+        f"with BEGIN/END records; one batch read from {args.source}; {args.master}; best of {args.rounds}"
     )
     print(
         f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'parse s':>8s} "

@@ -39,12 +39,14 @@ from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
 from spark_jobs.merge.records import (
     Shapes,
+    carried,
     census,
     check_recognised,
     collect_shapes,
     cut,
     cut_known,
     parse,
+    reached_offsets,
     value_text,
 )
 from spark_jobs.merge.releases import Release, parse_release, release_rows
@@ -87,19 +89,25 @@ def apply_aligned(
     records: DataFrame,
     root: str,
     prefix: str,
-    reached: dict[str, Any],
+    reached: dict[str, Any] | None,
     pending: PendingStore,
     batch_id: int,
     options: MergeOptions | None = None,
     known: KnownSchemas | None = None,
 ) -> int:
     """`merge_parsed` on the records of complete source transactions (this batch's and
-    those held back before); the rest is held for the next batch."""
-    combined = records.select("topic", "key", "value").unionByName(pending.read(batch_id))
+    those held back before); the rest is held for the next batch. `reached` None: the
+    offsets reached are those of the records' `partition` and `offset` columns, taken
+    from the parsed batch (a Kafka batch is then read once)."""
+    combined = records.select("topic", "key", "value", *carried(records)).unionByName(
+        pending.read(batch_id), allowMissingColumns=True
+    )
     started = time.monotonic()
     with parsed_batch(combined, prefix, known) as (parsed, shapes):
         records_in = sum(shapes.records.values())
         _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
+        if reached is None:
+            reached = reached_offsets(parsed)
         split = split_complete(parsed, prefix)
         try:
             started = time.monotonic()
@@ -165,7 +173,7 @@ def parsed_batch(
                 records
                 if parsed is None
                 else parsed.where(F.col("schema_id").isNull() & F.col("payload").isNotNull()).select(
-                    "topic", "key", F.col("payload").alias("value")
+                    "topic", "key", *carried(parsed), F.col("payload").alias("value")
                 )
             )
             for fast in (True, False):
@@ -272,6 +280,31 @@ def table_schema(spark: SparkSession, path: str) -> Any:
 # ---------------------------------------------------------------------------- Kafka
 
 
+def kafka_records(reader: Any, servers: str, min_partitions: int, **options: str) -> DataFrame:
+    """Kafka records as `topic, partition, offset, key, value` (texts) through `reader`
+    (`spark.read` for a batch, `spark.readStream` for a stream), with the Kafka source's
+    `options` (which topics, from and to which offsets).
+
+    `min_partitions`: a batch is read in that many tasks at least, a topic partition's
+    offsets split between them. Without it every topic partition is one task, and a batch
+    of one busy table is parsed on one core. Splitting loses nothing: a batch is merged as
+    a set, ordered by order key, not by arrival."""
+    frame = (
+        reader.format("kafka")
+        .option("kafka.bootstrap.servers", servers)
+        .option("minPartitions", str(min_partitions))
+        .options(**options)
+        .load()
+    )
+    return frame.select(
+        "topic",
+        "partition",
+        "offset",
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+    )
+
+
 def run_kafka(
     spark: SparkSession,
     config: ConnectorConfig,
@@ -279,34 +312,23 @@ def run_kafka(
     checkpoint: str,
     trigger: str,
     options: MergeOptions | None = None,
+    min_partitions: int | None = None,
 ) -> None:
+    """`min_partitions`: see `kafka_records` (default: the session's parallelism)."""
     servers = config.get("sink.kafka.bootstrap.servers")
     if not servers:
         raise TidemarkError("sink.type is kafka but sink.kafka.bootstrap.servers is not set")
     prefix = config.topic_prefix
-    stream = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", servers)
-        .option("subscribePattern", data_topics(prefix))
-        .option("startingOffsets", "earliest")
-        .load()
-        .select(
-            "topic",
-            "partition",
-            "offset",
-            F.col("key").cast("string").alias("key"),
-            F.col("value").cast("string").alias("value"),
-        )
+    tasks = min_partitions or spark.sparkContext.defaultParallelism
+    stream = kafka_records(
+        spark.readStream, servers, tasks, subscribePattern=data_topics(prefix), startingOffsets="earliest"
     )
 
     pending = PendingStore(spark, f"{checkpoint.rstrip('/')}/held-back")
     known = KnownSchemas()
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
-        reached: dict[str, Any] = {}
-        for row in batch.groupBy("topic", "partition").agg(F.max("offset").alias("offset")).collect():
-            reached.setdefault(row.topic, {})[str(row.partition)] = row.offset
-        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known)
+        touched = apply_aligned(spark, batch, root, prefix, None, pending, batch_id, options, known)
         log.info("batch %d: %d table(s)", batch_id, touched)
 
     writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
@@ -393,6 +415,11 @@ def main(argv: list[str] | None = None) -> int:
         help="broadcast a table's batch in its MERGE when estimated at most this size (0: never; "
         "default: an eighth of the driver's and executors' memory)",
     )
+    parser.add_argument(
+        "--kafka-min-partitions",
+        type=int,
+        help="read each Kafka batch in at least this many tasks (default: the session's parallelism)",
+    )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
     args = parser.parse_args(argv)
 
@@ -400,12 +427,22 @@ def main(argv: list[str] | None = None) -> int:
 
     config = load_config(args.config)
     options = MergeOptions.from_args(args.scd2, args.partition_by, args.cluster_by, args.broadcast_mb)
+    if args.kafka_min_partitions is not None and args.kafka_min_partitions < 1:
+        raise SystemExit(f"--kafka-min-partitions must be 1 or more, not {args.kafka_min_partitions}")
     if config.get("sink.type") != "kafka" and args.trigger != "available-now":
         raise SystemExit("the embedded event log is merged in available-now runs only")
     with merge_lease(args.checkpoint):
         spark = build_session("tidemark-delta-merge", args.master)
         if config.get("sink.type") == "kafka":
-            run_kafka(spark, config, args.delta_root, args.checkpoint, args.trigger, options)
+            run_kafka(
+                spark,
+                config,
+                args.delta_root,
+                args.checkpoint,
+                args.trigger,
+                options,
+                args.kafka_min_partitions,
+            )
         else:
             run_local(spark, config, args.delta_root, args.checkpoint, options)
     return 0

@@ -34,6 +34,10 @@ from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 
 RECORDS = "topic STRING, key STRING, value STRING"
+# A record's place in its topic, when the source gives one (Kafka): carried through the
+# cut and the parse, so the offsets a batch reached are read from the parse's cache
+# rather than by reading the source a second time.
+POSITION = ("partition", "offset")
 OPEN, CUT = '{"schema":', ',"payload":'  # a value in the streamer's form: OPEN schema CUT payload }
 _WRAPPED = "schema STRING, payload STRING"
 _TRANSACTION = T.StructType(
@@ -73,6 +77,11 @@ PAYLOAD = T.StructType(
 )
 
 
+def carried(frame: DataFrame) -> list[str]:
+    """The `POSITION` columns `frame` has."""
+    return [c for c in POSITION if c in frame.columns]
+
+
 def _head() -> Column:
     """`{"schema":S` of a value in the streamer's form (a byte search, no parse), else null."""
     value = F.col("value")
@@ -102,11 +111,13 @@ def _bytes_between(start: str, length: str) -> Column:
 
 def cut(records: DataFrame, fast: bool = True) -> DataFrame:
     """`topic, key, schema, schema_id, payload` per record of `topic, key, value`
-    (`payload` null for a tombstone), the schema found by searching (`_head`)."""
+    (`payload` null for a tombstone), the schema found by searching (`_head`); the
+    records' `POSITION` columns pass through."""
     # Each step is a projection of its own, so the head and the wrapper are found once per
     # record; the wrapper is parsed only for records the search does not take.
     head = _head() if fast else F.lit(None).cast("string")
-    headed = records.select("topic", "key", "value", head.alias("_head"))
+    position = carried(records)
+    headed = records.select("topic", "key", *position, "value", head.alias("_head"))
     wrapped = F.when(F.col("_head").isNull(), F.from_json("value", _WRAPPED))
     parsed = headed.select("*", wrapped.alias("_wrapped"))
     fast_cut = F.col("_head").isNotNull()
@@ -118,10 +129,13 @@ def cut(records: DataFrame, fast: bool = True) -> DataFrame:
     texts = parsed.select(
         "topic",
         "key",
+        *position,
         F.when(fast_cut, schema).otherwise(F.col("_wrapped.schema")).alias("schema"),
         F.when(fast_cut, rest).otherwise(slow_payload).alias("payload"),
     )
-    return texts.select("topic", "key", "schema", F.xxhash64("schema").alias("schema_id"), "payload")
+    return texts.select(
+        "topic", "key", *position, "schema", F.xxhash64("schema").alias("schema_id"), "payload"
+    )
 
 
 def cut_known(records: DataFrame, known: Sequence[tuple[str, str]]) -> DataFrame:
@@ -133,13 +147,15 @@ def cut_known(records: DataFrame, known: Sequence[tuple[str, str]]) -> DataFrame
     # `when`: Spark 4.2 folds element_at of a one-element literal array to the element,
     # even for a null index.
     k = F.col("_k")
-    matched = records.select("topic", "key", "value", _known_index(known).alias("_k")).select(
+    position = carried(records)
+    matched = records.select("topic", "key", *position, "value", _known_index(known).alias("_k")).select(
         "*", F.when(k.isNotNull(), F.element_at(offsets, k + 1)).alias("_offset")
     )
     by_prefix = _bytes_between("_offset + 1", "octet_length(value) - _offset - 1")
     return matched.select(
         "topic",
         "key",
+        *position,
         F.lit(None).cast("string").alias("schema"),
         F.when(k.isNotNull(), F.element_at(ids, k + 1)).alias("schema_id"),
         F.when(F.col("_k").isNotNull(), by_prefix).otherwise(F.col("value")).alias("payload"),
@@ -329,7 +345,24 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
         for s in rows
     ]
     fields = [flat(path).alias(name) for name, path in FLAT.items()]
-    return staged.select("topic", "key", "schema_id", "payload", *fields, *images)
+    return staged.select("topic", "key", *carried(cuts), "schema_id", "payload", *fields, *images)
+
+
+def reached_offsets(parsed: DataFrame) -> dict[str, dict[str, int]]:
+    """Per topic and partition, the highest offset among the parsed records that carry
+    one (records held back from an earlier batch do not)."""
+    if carried(parsed) != list(POSITION):
+        return {}
+    rows = (
+        parsed.where(F.col("offset").isNotNull())
+        .groupBy("topic", "partition")
+        .agg(F.max("offset").alias("offset"))
+        .collect()
+    )
+    reached: dict[str, dict[str, int]] = {}
+    for row in rows:
+        reached.setdefault(row.topic, {})[str(row.partition)] = row.offset
+    return reached
 
 
 def recognised() -> Column:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import json
 import shutil
 
 import pytest
 
+from tests.support.kafka import end_offset
 from tests.support.streamer import (
     admin,
     kafka_connector,
@@ -119,6 +121,12 @@ def test_kafka_to_delta_with_an_available_now_stream_and_a_crash_before_its_chec
         wait_for(lambda: events() >= 36, 60, message="events in Kafka")
     run_kafka(spark, c.config(), root, checkpoint, "available-now")
     assert_equal(spark, db, root, scratch_db)
+    # Each commit records the offsets its batch reached: the topic's last one.
+    for table in ("accounts", "pairs"):
+        topic = f"{c.prefix}.{scratch_db}.{table}"
+        commit = DeltaTable.forPath(spark, f"{root}/{scratch_db}.{table}").history(1).collect()[0]
+        reached = json.loads(commit.userMetadata)["tidemark"]["reached"]
+        assert reached == {"0": end_offset(kafka_bootstrap, topic) - 1}
     with db.cursor() as cur:  # more changes: the next run starts from the checkpoint
         cur.execute("UPDATE pairs SET v = -1")
     with running_in_process(c):
@@ -146,3 +154,25 @@ def test_kafka_to_delta_with_an_available_now_stream_and_a_crash_before_its_chec
         for k in ("numTargetRowsUpdated", "numTargetRowsInserted", "numTargetRowsDeleted")
     ]
     assert set(changed) <= {"0"}  # the batch ran again to no effect
+
+
+def test_a_kafka_batch_of_one_topic_partition_is_read_in_several_tasks_and_whole(
+    spark, tmp_path, kafka_bootstrap
+):
+    """A batch of one busy table is parsed on every core: its offsets are split between
+    tasks, and every record is read exactly once."""
+    from confluent_kafka import Producer
+
+    from spark_jobs.delta_merge import kafka_records
+
+    topic = f"tidemark-split-{tmp_path.name}"
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for n in range(300):
+        producer.produce(topic, key=str(n).encode(), value=json.dumps({"n": n}).encode())
+    assert producer.flush(30) == 0
+    records = kafka_records(spark.read, kafka_bootstrap, 3, subscribe=topic, startingOffsets="earliest")
+    assert records.rdd.getNumPartitions() == 3
+    rows = records.collect()
+    assert sorted(r.offset for r in rows) == list(range(300))
+    assert sorted(int(r.key) for r in rows) == list(range(300))
+    assert {r.partition for r in rows} == {0}

@@ -36,3 +36,14 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 10) -> list[tuple[An
         return found
     finally:
         consumer.close()
+
+
+def end_offset(bootstrap: str, topic: str, timeout: float = 10) -> int:
+    """The offset the next message of partition 0 will get (its high watermark)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tidemark-tests"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout)[1]
+    finally:
+        consumer.close()

@@ -179,18 +179,17 @@ def json_floor(spark, read: Callable[[], Any]) -> float:
     from pyspark.sql import types as T
 
     from spark_jobs.merge.connect_types import json_type
-    from spark_jobs.merge.records import CUT, OPEN, PAYLOAD
+    from spark_jobs.merge.records import CUT, OPEN, PAYLOAD, bytes_between, envelope_type
 
     image = T.StructType([T.StructField(f["field"], json_type(f)) for f in FIELDS])
-    read_as = T.StructType([T.StructField("before", image), T.StructField("after", image), *PAYLOAD.fields])
     change = F.col("topic") == TOPIC
     starts = [len((OPEN + text + CUT).encode()) for text in (value_schema_text(), transaction_schema_text())]
     at = F.when(change, F.lit(starts[0])).otherwise(F.lit(starts[1]))
     started = time.perf_counter()
     cut = read().select("topic", "value", at.alias("at"))
-    payload = F.expr("CAST(substring(CAST(value AS BINARY), at + 1, octet_length(value) - at - 1) AS STRING)")
+    payload = bytes_between("at + 1", "octet_length(value) - at - 1")
     parsed = cut.select("topic", payload.alias("payload")).select(
-        F.when(change, F.from_json("payload", read_as)).alias("change"),
+        F.when(change, F.from_json("payload", envelope_type(image))).alias("change"),
         F.when(~change, F.from_json("payload", PAYLOAD)).alias("boundary"),
     )
     parsed.write.format("noop").mode("overwrite").save()
@@ -227,13 +226,12 @@ def to_kafka(spark, records: str, servers: str) -> Callable[[], Any]:
         consumer.close()
     # A partition that did not exist before the load starts at 0.
     start = {t: {p: before.get(t, {}).get(p, 0) for p in parts} for t, parts in end.items()}
-    tasks = spark.sparkContext.defaultParallelism
     options = {
         "subscribe": ",".join(topics),
         "startingOffsets": json.dumps(start),
         "endingOffsets": json.dumps(end),
     }
-    return lambda: kafka_records(spark.read, servers, tasks, **options)
+    return lambda: kafka_records(spark.read, servers, None, **options)
 
 
 def clone(spark, source: str, target: str) -> None:

@@ -280,19 +280,20 @@ def table_schema(spark: SparkSession, path: str) -> Any:
 # ---------------------------------------------------------------------------- Kafka
 
 
-def kafka_records(reader: Any, servers: str, min_partitions: int, **options: str) -> DataFrame:
+def kafka_records(reader: Any, servers: str, min_partitions: int | None, **options: str) -> DataFrame:
     """Kafka records as `topic, partition, offset, key, value` (texts) through `reader`
     (`spark.read` for a batch, `spark.readStream` for a stream), with the Kafka source's
     `options` (which topics, from and to which offsets).
 
-    `min_partitions`: a batch is read in that many tasks at least, a topic partition's
-    offsets split between them. Without it every topic partition is one task, and a batch
+    `min_partitions` (default: the session's parallelism): a batch is read in that many
+    tasks at least, a topic partition's offsets split between them. Without it every topic partition is one task, and a batch
     of one busy table is parsed on one core. Splitting loses nothing: a batch is merged as
     a set, ordered by order key, not by arrival."""
+    tasks = min_partitions or SparkSession.active().sparkContext.defaultParallelism
     frame = (
         reader.format("kafka")
         .option("kafka.bootstrap.servers", servers)
-        .option("minPartitions", str(min_partitions))
+        .option("minPartitions", str(tasks))
         .options(**options)
         .load()
     )
@@ -319,9 +320,12 @@ def run_kafka(
     if not servers:
         raise TidemarkError("sink.type is kafka but sink.kafka.bootstrap.servers is not set")
     prefix = config.topic_prefix
-    tasks = min_partitions or spark.sparkContext.defaultParallelism
     stream = kafka_records(
-        spark.readStream, servers, tasks, subscribePattern=data_topics(prefix), startingOffsets="earliest"
+        spark.readStream,
+        servers,
+        min_partitions,
+        subscribePattern=data_topics(prefix),
+        startingOffsets="earliest",
     )
 
     pending = PendingStore(spark, f"{checkpoint.rstrip('/')}/held-back")

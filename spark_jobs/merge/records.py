@@ -103,7 +103,7 @@ def _known_index(known: Sequence[tuple[str, str]]) -> Column:
     return F.when(value.endswith("}"), index)
 
 
-def _bytes_between(start: str, length: str) -> Column:
+def bytes_between(start: str, length: str) -> Column:
     """The value's bytes from the (1-based) byte `start`, `length` of them, as text: a
     string's substring counts characters, walking the schema's bytes one by one."""
     return F.expr(f"CAST(substring(CAST(value AS BINARY), {start}, {length}) AS STRING)")
@@ -121,10 +121,10 @@ def cut(records: DataFrame, fast: bool = True) -> DataFrame:
     wrapped = F.when(F.col("_head").isNull(), F.from_json("value", _WRAPPED))
     parsed = headed.select("*", wrapped.alias("_wrapped"))
     fast_cut = F.col("_head").isNotNull()
-    schema = _bytes_between(f"{len(OPEN) + 1}", f"octet_length(_head) - {len(OPEN)}")
+    schema = bytes_between(f"{len(OPEN) + 1}", f"octet_length(_head) - {len(OPEN)}")
     # The payload is cut by byte offsets on the binary form, as above.
     start = f"octet_length(_head) + {len(CUT) + 1}"
-    rest = _bytes_between(start, f"octet_length(value) - ({start})")
+    rest = bytes_between(start, f"octet_length(value) - ({start})")
     slow_payload = F.coalesce(F.col("_wrapped.payload"), F.col("value"))
     texts = parsed.select(
         "topic",
@@ -151,7 +151,7 @@ def cut_known(records: DataFrame, known: Sequence[tuple[str, str]]) -> DataFrame
     matched = records.select("topic", "key", *position, "value", _known_index(known).alias("_k")).select(
         "*", F.when(k.isNotNull(), F.element_at(offsets, k + 1)).alias("_offset")
     )
-    by_prefix = _bytes_between("_offset + 1", "octet_length(value) - _offset - 1")
+    by_prefix = bytes_between("_offset + 1", "octet_length(value) - _offset - 1")
     return matched.select(
         "topic",
         "key",
@@ -292,6 +292,11 @@ def image_type(shape: Shape) -> T.StructType:
     )
 
 
+def envelope_type(image: T.StructType) -> T.StructType:
+    """A change event's payload as parsed: its row images as `image`, with `PAYLOAD`."""
+    return T.StructType([T.StructField("before", image), T.StructField("after", image), *PAYLOAD.fields])
+
+
 # The fields of `PAYLOAD` that the merge reads, as top-level columns of `parse`'s output
 # (flat columns cost less to cache and to read back than one struct).
 FLAT = {
@@ -320,10 +325,7 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
         this = (F.col("topic") == shape.topic) & (F.col("schema_id") == F.lit(shape.schema_id))
         is_row = is_row | this
         image = image_type(shape)
-        read_as = T.StructType(
-            [T.StructField("before", image), T.StructField("after", image), *PAYLOAD.fields]
-        )
-        full.append(F.when(this, F.from_json(payload, read_as)).alias(f"_{shape.column}"))
+        full.append(F.when(this, F.from_json(payload, envelope_type(image))).alias(f"_{shape.column}"))
     # A record `cut_known` left uncut (no schema id) is parsed later, the general way.
     other = ~is_row & F.col("schema_id").isNotNull()
     staged = cuts.drop("schema").select("*", F.when(other, F.from_json(payload, PAYLOAD)).alias("_p"), *full)

@@ -6,6 +6,7 @@ import datetime as dt
 import decimal
 import json
 import shutil
+import uuid
 
 import pytest
 
@@ -165,7 +166,7 @@ def test_a_kafka_batch_of_one_topic_partition_is_read_in_several_tasks_and_whole
 
     from spark_jobs.delta_merge import kafka_records
 
-    topic = f"tidemark-split-{tmp_path.name}"
+    topic = f"tidemark-split-{uuid.uuid4().hex}"  # a broker kept between runs has the old ones
     producer = Producer({"bootstrap.servers": kafka_bootstrap})
     for n in range(300):
         producer.produce(topic, key=str(n).encode(), value=json.dumps({"n": n}).encode())

@@ -110,12 +110,16 @@ def cmd_status(args: argparse.Namespace) -> int:
         )
         for table, count in sorted(streamer.get("per_table", {}).items()):
             print(f"  {table:40s} {count}")
-    _print_snapshots(doc["snapshots"])
+    live = streamer.get("snapshots") if streamer and streamer.get("state") == "running" else None
+    _print_snapshots(doc["snapshots"], live, config.get("airflow.snapshot.stall.seconds"))
     return 0
 
 
-def _print_snapshots(progress: dict[str, Any]) -> None:
-    """Snapshot progress as of the committed offset."""
+def _print_snapshots(progress: dict[str, Any], live: dict[str, Any] | None, stall_seconds: float) -> None:
+    """Snapshot progress as of the committed offset; a running snapshot that is stalled or
+    waiting (by the running streamer's own view, `live`) says so and what to do."""
+    from cdc_core.snapshot.health import live_entry, snapshot_health
+
     for label, snapshots in (("snapshot", progress["running"]), ("finished", progress["finished"][-3:])):
         for snap in snapshots:
             flags = " paused" if snap.get("paused") else ""
@@ -125,8 +129,13 @@ def _print_snapshots(progress: dict[str, Any]) -> None:
                 print(
                     f"  {t['table']:40s} windows {t.get('windows_done', 0)}/{total}  "
                     f"rows {t.get('rows_released', 0)} released, {t.get('rows_dropped', 0)} dropped"
+                    + (f", {t['read_again']} to read again" if t.get("read_again") else "")
                     + ("  done" if t.get("done") else "")
                 )
+            if label == "snapshot":
+                health = snapshot_health(snap, live_entry(live, snap), stall_seconds)
+                if health["problem"]:
+                    print(f"  {health['state']}: {health['problem']}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -145,6 +145,12 @@ class ColumnMapping:
 class TypeMapper(Protocol):
     def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping: ...
 
+    def key_value(self, column: Column) -> Callable[[Any], Any]:
+        """The canonical form of the column's values as a chunk key: one value (equal,
+        hashing alike, and ordered as the source orders it where Python can) for one stored
+        value, whether the log, a chunk read or a staged file gave it."""
+        ...
+
 
 @dataclass
 class SourceStatus:

@@ -72,6 +72,15 @@ ORCHESTRATION_PROPERTIES: list[Property] = [
         description="How long a snapshot DAG run waits for every window to be released.",
     ),
     Property(
+        "airflow.snapshot.stall.seconds",
+        "int",
+        default=120,
+        minimum=1,
+        description="A Spark-read snapshot with windows left, none open or queued, and no watermark for this "
+        "long has stalled (the chunk job is not running): the status page says so, and the snapshot DAG runs "
+        "the chunk job again.",
+    ),
+    Property(
         "airflow.backfill.tables",
         "list",
         default=[],

@@ -9,13 +9,13 @@ produces to a compacted topic with an idempotent producer and waits for the brok
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
+from cdc_core.durable import replace_file
 from cdc_core.errors import TidemarkError
 
 FORMAT_VERSION = 1
@@ -76,19 +76,7 @@ class FileOffsetStore:
         return _unwrap(raw, str(self.path))
 
     def commit(self, offset: dict[str, Any]) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, _document(self.connector, offset))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        replace_file(self.path, _document(self.connector, offset))
 
     def close(self) -> None:
         pass

@@ -271,7 +271,8 @@ class Dispatcher:
 
     def _snapshot_release(self, item: SnapshotRelease, out: list[tuple[Record, int]]) -> None:
         """The lakehouse fast path's release record, on `<prefix>.snapshot_releases`: the
-        staged file, the keys to leave out (in event form), and the order key it takes."""
+        staged file, the keys to leave out (in event form, with their fields' schemas), and
+        the order key it takes."""
         self._rows_in_txn += 1
         collection = str(item.table.id)
         # Numbered even when suppressed, so what follows keeps its order key after a restart.
@@ -280,13 +281,13 @@ class Dispatcher:
             self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
         schema = item.table
-        converters = []
+        mappings = []
         for name in item.key_columns:
             position = schema.position(name)
             assert position is not None
-            converters.append((name, self.types.map_column(schema.columns[position], optional=False).convert))
+            mappings.append((name, self.types.map_column(schema.columns[position], optional=False)))
         excluded = [
-            {name: convert(v) for (name, convert), v in zip(converters, key, strict=True)}
+            {name: mapping.convert(v) for (name, mapping), v in zip(mappings, key, strict=True)}
             for key in item.excluded_keys
         ]
         payload = {
@@ -296,6 +297,9 @@ class Dispatcher:
             "staged": item.staged,
             "rows": item.rows,
             "key_columns": list(item.key_columns),
+            # The key fields' Connect schemas: the merge turns the excluded keys (event
+            # values) into the staged columns' types with them, as it does an event's row.
+            "key_schema": [mapping.schema for _, mapping in mappings],
             "excluded_keys": excluded,
             "source": item.source,
             "ts_ms": item.ts_ms,

@@ -363,9 +363,11 @@ class Streamer:
     def _commit(self) -> None:
         offset = self.tracker.take_committable()
         if offset is not None:
+            stage = getattr(self, "stage", None)
+            if stage is not None:
+                stage.before_commit()  # the open windows' keys reach the disk before the offset
             self.offsets.commit(offset)
             self.committed = offset
-            stage = getattr(self, "stage", None)
             if stage is not None:
                 stage.after_commit(offset.get("snapshot"))
 
@@ -439,6 +441,7 @@ class Streamer:
             open_chunk_source=source.chunk_source,
             positions=self._position_watermarks(source),
             staged_form=staged_form,
+            key_value=types.key_value,
         )
         initial = self.committed is None and config.get("snapshot.mode") == "initial"
         watermarks = signal_table is not None or config.get("read.only")

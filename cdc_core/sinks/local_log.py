@@ -27,6 +27,7 @@ from pathlib import Path
 
 import orjson
 
+from cdc_core.durable import fsync_dir, replace_file
 from cdc_core.errors import TidemarkError
 from cdc_core.events.envelope import Record
 
@@ -196,8 +197,8 @@ class LocalEventLog:
             if self.fsync:
                 os.fsync(writer.fd)
                 if writer.touched:
-                    _fsync_dir(writer.directory)
-                    _fsync_dir(self.root)
+                    fsync_dir(writer.directory)
+                    fsync_dir(self.root)
             writer.touched = False
         self._dirty.clear()
 
@@ -286,25 +287,10 @@ class ConsumerPositions:
 
     def commit(self, positions: dict[str, int]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        merged = {**self.load(), **positions}
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            f.write(orjson.dumps(merged))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        _fsync_dir(self.path.parent)
+        replace_file(self.path, orjson.dumps({**self.load(), **positions}))
 
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

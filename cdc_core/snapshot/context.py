@@ -19,6 +19,37 @@ MAX_SIGNAL_IDS = 200
 
 
 @dataclass(frozen=True)
+class ReadAgain:
+    """A planned window the streamer could not release (the table changed inside it, its
+    staged rows were gone or in another form) and reads again itself."""
+
+    index: int
+    of: int | None
+    lo: tuple[Any, ...] | None
+    hi: tuple[Any, ...] | None
+    exact: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "of": self.of,
+            "lo": encode_key(self.lo),
+            "hi": encode_key(self.hi),
+            "exact": self.exact,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ReadAgain:
+        return cls(
+            int(d["index"]),
+            d.get("of"),
+            decode_key(d.get("lo")),
+            decode_key(d.get("hi")),
+            bool(d.get("exact")),
+        )
+
+
+@dataclass(frozen=True)
 class TableProgress:
     table: str  # "db.table"
     key: tuple[str, ...]
@@ -30,11 +61,13 @@ class TableProgress:
     rows_dropped: int = 0
     windows_total: int | None = None  # known when an external reader planned the windows
     done_windows: tuple[int, ...] = ()  # indexes of the planned windows already released
+    read_again: tuple[ReadAgain, ...] = ()  # planned windows queued for the streamer's reader
 
     def to_json(self) -> dict[str, Any]:
         return {
             "windows_total": self.windows_total,
             "done_windows": list(self.done_windows),
+            **({"read_again": [r.to_json() for r in self.read_again]} if self.read_again else {}),
             "table": self.table,
             "key": list(self.key),
             "condition": self.condition,
@@ -58,6 +91,7 @@ class TableProgress:
             int(d.get("rows_dropped", 0)),
             d.get("windows_total"),
             tuple(d.get("done_windows", ())),
+            tuple(ReadAgain.from_json(r) for r in d.get("read_again", ())),
         )
 
 
@@ -176,6 +210,7 @@ class SnapshotContext:
                         "rows_released": t.rows_released,
                         "rows_dropped": t.rows_dropped,
                         "rows_per_second": round(t.rows_released / elapsed, 1),
+                        "read_again": len(t.read_again),
                     }
                 )
             running.append(

@@ -4,8 +4,10 @@ For the active snapshot's current table it asks the database for the next bounda
 writes the LW row, reads the chunk `(lo, hi]`, stages the rows durably, writes the HW
 row, and waits until the streamer has passed that HW (released the window or decided to
 read it again) before it starts the next one, so at most one window's rows wait in
-staging. Pause, resume and stop take effect between windows. Database trouble is logged
-and retried; it never stops streaming.
+staging. It also reads again, one by one, the planned windows of an external reader
+(the Spark chunk job) that the streamer could not release (`TableProgress.read_again`),
+so such a snapshot finishes without another run of the job. Pause, resume and stop take
+effect between windows. Database trouble is logged and retried; it never stops streaming.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.actions import WINDOW_CLOSE, WINDOW_OPEN
 from cdc_core.signals.conditions import ConditionError, parse_condition
 from cdc_core.snapshot.chunks import ChunkPlan, ChunkSource
-from cdc_core.snapshot.context import Snapshot, TableProgress
+from cdc_core.snapshot.context import ReadAgain, Snapshot, TableProgress
 from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.stage import SnapshotStage
 from cdc_core.snapshot.windows import Window
@@ -72,9 +74,9 @@ class ChunkCoordinator:
                 with self.stage.changed:
                     self.stage.changed.wait(1.0)
                 continue
-            snapshot, progress = work
+            snapshot, progress, again = work
             try:
-                self._window(snapshot, progress)
+                self._window(snapshot, progress, again)
             except (TidemarkError, ConditionError, OSError) as exc:
                 log.error(
                     "snapshot %s of %s: %s; retrying in %.0fs",
@@ -117,14 +119,20 @@ class ChunkCoordinator:
                     return
                 self.stage.changed.wait(0.5)
 
-    def _next(self) -> tuple[Snapshot, TableProgress] | None:
+    def _next(self) -> tuple[Snapshot, TableProgress, ReadAgain | None] | None:
+        for snapshot in self.stage.context.snapshots:
+            if snapshot.paused or self.read_only:
+                continue
+            for progress in snapshot.tables:
+                if progress.read_again and not progress.done:
+                    return snapshot, progress, progress.read_again[0]
         snapshot = self.stage.context.active()
         if snapshot is None or snapshot.paused or snapshot.reader != "inprocess":
             return None
         progress = snapshot.current()
         if progress is None:
             return None
-        return snapshot, progress
+        return snapshot, progress, None
 
     def _drop_source(self) -> None:
         if self._source is not None:
@@ -137,7 +145,8 @@ class ChunkCoordinator:
             self._source = self.open_source()
         return self._source
 
-    def _window(self, snapshot: Snapshot, progress: TableProgress) -> None:
+    def _window(self, snapshot: Snapshot, progress: TableProgress, again: ReadAgain | None = None) -> None:
+        """The next window of `progress`'s table, or the planned window `again`."""
         table_id = TableId.parse(progress.table)
         schema: TableSchema | None = self.current_schema(table_id)
         if schema is None:
@@ -145,13 +154,17 @@ class ChunkCoordinator:
         condition = parse_condition(progress.condition, schema.column_names) if progress.condition else None
         plan = ChunkPlan(schema, progress.key, condition)
         source = self._chunk_source()
-        lo = progress.lo
-        hi = source.next_boundary(plan, lo, snapshot.chunk_size)
+        if again is None:
+            lo = progress.lo
+            hi = source.next_boundary(plan, lo, snapshot.chunk_size)
+        else:
+            lo, hi = again.lo, again.hi
         window_id = f"{snapshot.id}.{uuid.uuid4().hex[:12]}"
         table = str(table_id)
         if self.read_only:
             self._read_only_window(snapshot, progress, plan, source, window_id, lo, hi)
             return
+        planned = {} if again is None else {"index": again.index, "of": again.of}
         source.write_watermark(
             WINDOW_OPEN,
             f"{window_id}-open",
@@ -163,6 +176,7 @@ class ChunkCoordinator:
                 "lo": encode_key(lo),
                 "hi": encode_key(hi),
                 "exact": source.exact_key_order(plan),
+                **planned,
             },
         )
         rows = source.read_chunk(plan, lo, hi)

@@ -19,6 +19,7 @@ as failed; streaming goes on.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -32,7 +33,7 @@ import orjson
 
 from cdc_core.errors import TidemarkError
 from cdc_core.events.envelope import OP_CREATE, OP_READ
-from cdc_core.schema.model import TableId, TableSchema
+from cdc_core.schema.model import Column, TableId, TableSchema
 from cdc_core.signals.actions import (
     INTERNAL_TYPES,
     WINDOW_CLOSE,
@@ -49,8 +50,10 @@ from cdc_core.signals.actions import (
 )
 from cdc_core.signals.conditions import ConditionError, parse_condition
 from cdc_core.snapshot.chunks import SnapshotError, snapshot_key
-from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
+from cdc_core.snapshot.context import ReadAgain, Snapshot, SnapshotContext, TableProgress
+from cdc_core.snapshot.key_forms import KeyForms, KeyValue
 from cdc_core.snapshot.keycodec import decode_key
+from cdc_core.snapshot.open_windows import OpenWindowFile
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import LocalStaging, StagingError, read_parquet
 from cdc_core.snapshot.windows import Window, WindowTracker, release
@@ -91,6 +94,7 @@ class SnapshotStage:
         open_chunk_source: Callable[[], Any] | None = None,
         positions: Any = None,  # read-only mode: the connector's position helpers (see `PositionWatermarks`)
         staged_form: Callable[[TableSchema, tuple[str, ...]], StagedForm] | None = None,
+        key_value: Callable[[Column], KeyValue] | None = None,
     ) -> None:
         self.context = context
         self.schemas: dict[TableId, TableSchema] = dict(tables)
@@ -110,15 +114,20 @@ class SnapshotStage:
         self._replay_first: str | None = None
         self._blocking: _BlockingRun | None = None
         self.tracker = WindowTracker()
+        self.keys = KeyForms(key_value)  # every key compared in the connector's canonical form
+        self._window_file = OpenWindowFile(staging.directory)
+        self._saved_windows = 0  # the tracker's `changes` when the open windows were last saved
+        self._started = time.monotonic()
+        self._activity: dict[str, float] = {}  # snapshot (or signal) id -> when a watermark of it came
         self.failed: deque[FailedSignal] = deque(maxlen=50)
         self._inbox: deque[tuple[RawSignal, tuple[str, Any] | None]] = deque()
         self._lock = threading.Lock()
         self.changed = threading.Condition()  # notified when a window closes or the state changes
-        self._key_positions: dict[int, tuple[TableSchema, tuple[int, ...]]] = {}
         self._passed: deque[str] = deque(maxlen=256)  # windows whose HW the log has passed
         self._state_changed = False
         self._staged_by_release: dict[int, str] = {}
         self._clean_staging()
+        self._restore_open_windows()
         self._rearm_read_only_releases()
 
     # ------------------------------------------------------------------ outside signals
@@ -208,6 +217,8 @@ class SnapshotStage:
             pending, self._window_inbox = list(self._window_inbox), deque()
         for kind, payload in pending:
             if kind == "open":
+                payload.in_log = False  # no watermark rows: a restart reads its chunk again
+                self._canonical_bounds(payload)
                 self.tracker.open(payload)
                 with self.changed:
                     self.changed.notify_all()
@@ -330,29 +341,24 @@ class SnapshotStage:
         if previous != names:
             self._set(replace(self.context, captured=names))
 
-    def _positions(self, schema: TableSchema, key: tuple[str, ...]) -> tuple[int, ...]:
-        cached = self._key_positions.get(id(schema))
-        if cached is not None and cached[0] is schema:
-            return cached[1]
-        positions = tuple(schema.position(k) for k in key)
-        if any(p is None for p in positions):
-            positions = ()
-        self._key_positions[id(schema)] = (schema, positions)  # type: ignore[assignment]
-        return positions  # type: ignore[return-value]
-
     def _observe(self, item: RowChange) -> None:
         windows = self.tracker.windows_of(item.table.id)
-        key = windows[0].key_columns
-        positions = self._positions(item.table, key)
-        keys = []
-        for values in (item.before, item.after):
-            if values is not None and positions:
-                keys.append(tuple(values[p] for p in positions))
-        if not positions:  # the key column is gone: record nothing, the HW check discards the window
-            for window in windows:
-                window.schema_changed = True
-            return
-        self.tracker.observe(item.table.id, keys)
+        for key_columns in {w.key_columns for w in windows}:
+            key_of = self.keys.key_of(item.table, key_columns)
+            if key_of is None:  # the key column is gone: record nothing, the HW check discards the window
+                for window in windows:
+                    if window.key_columns == key_columns:
+                        window.schema_changed = True
+                continue
+            keys = [key_of(values) for values in (item.before, item.after) if values is not None]
+            self.tracker.observe(item.table.id, keys, key_columns)
+
+    def _canonical_bounds(self, window: Window) -> None:
+        """A window's bounds (as its chunk reader's driver gave them) in the canonical key form."""
+        schema = self.schemas.get(window.table)
+        if schema is not None:
+            window.lo = self.keys.canonical(schema, window.key_columns, window.lo)
+            window.hi = self.keys.canonical(schema, window.key_columns, window.hi)
 
     # ------------------------------------------------------------------ signal rows
 
@@ -365,10 +371,12 @@ class SnapshotStage:
         if not isinstance(signal_id, str) or not isinstance(kind, str):
             self._fail(RawSignal(str(signal_id), str(kind), data, "source"), "id and type must be strings")
             return []
-        if kind == WINDOW_OPEN:
-            self._window_open(signal_id, data)
-            return []
-        if kind == WINDOW_CLOSE:
+        if kind in (WINDOW_OPEN, WINDOW_CLOSE):
+            with contextlib.suppress(orjson.JSONDecodeError, TypeError, AttributeError):
+                self._activity[orjson.loads(data).get("snapshot")] = time.monotonic()
+            if kind == WINDOW_OPEN:
+                self._window_open(signal_id, data)
+                return []
             return self._window_close(item, data)
         if self.source_signals:
             self._signal(RawSignal(signal_id, kind, data, "source"), item)
@@ -522,7 +530,9 @@ class SnapshotStage:
             return
         if snapshot is None:
             return  # a watermark of a snapshot that was stopped or finished
-        self.tracker.open(window)
+        self._canonical_bounds(window)
+        if not self._stale(window):
+            self.tracker.open(window)
 
     def _window_close(self, item: RowChange, data: Any) -> list[LogItem]:
         try:
@@ -561,29 +571,34 @@ class SnapshotStage:
             if decided is not None:
                 window = decided["window"]  # this HW was processed before a restart: release the same again
             elif window is None:
-                return []  # opened before a restart: the recorded keys are gone, the chunk is read again
+                log.info(
+                    "snapshot window %s closed but is not open here (a stale window, or one whose "
+                    "saved state is gone): nothing released",
+                    window_id,
+                )
+                return []
             snapshot = self.context.find(window.snapshot_id)
             schema = self.schemas.get(window.table)
             if snapshot is None or schema is None:
                 return []
             progress = next(t for t in snapshot.tables if t.table == str(window.table))
-            if window.index is not None and window.index in progress.done_windows:
+            if progress.done or (window.index is not None and window.index in progress.done_windows):
                 return []  # a planned window released before (the reader ran again)
             if window.schema_changed or schema.column_names != columns:
-                log.warning(
-                    "the schema of %s changed during snapshot window %s; reading the chunk again",
-                    window.table,
-                    window_id,
-                )
+                self._read_again(snapshot, progress, window, "the table's schema changed inside the window")
                 return []
             if decided is not None:
                 shaped = decided.get("shaped")
             form = self._form(schema, window, shaped)
             if shaped is not None and form is None:
+                self._read_again(snapshot, progress, window, "its rows were staged under other column rules")
                 return []
-            positions = (
-                form.positions(window.key_columns) if form else self._positions(schema, window.key_columns)
-            )
+            key_of = self.keys.key_of(schema, window.key_columns, form.columns if form else columns)
+            if key_of is None:
+                self._read_again(
+                    snapshot, progress, window, "its key columns are not among the staged columns"
+                )
+                return []
             # A read-only release (`extra`: its synthetic BEGIN, HW position, columns) is not in
             # the log; what a restart needs to release it again identically is kept with it.
             keep = {**(extra or {}), "source": source, "shaped": shaped}
@@ -605,9 +620,9 @@ class SnapshotStage:
                             else self.staging.read(window_id)
                         )
                     except StagingError as exc:
-                        log.warning("%s; reading the chunk again", exc)
+                        self._read_again(snapshot, progress, window, str(exc))
                         return []
-                    result = release(window, staged, lambda row: tuple(row[p] for p in positions))
+                    result = release(window, staged, key_of)
                     rows, dropped = result.rows, result.dropped
                     self.staging.write_release(
                         window_id, {**keep, "window": window, "rows": rows, "dropped": dropped}
@@ -623,6 +638,7 @@ class SnapshotStage:
             released_seq = self.context.released + 1
             self._staged_by_release[released_seq] = window_id
             self._set(replace(self.context.put(snapshot.with_table(progress)), released=released_seq))
+            self._retire_windows()
             if progress.done:
                 log.info(
                     "snapshot %s of %s done: %d rows released, %d dropped as superseded by the stream",
@@ -638,6 +654,65 @@ class SnapshotStage:
             with self.changed:
                 self.changed.notify_all()
 
+    def _read_again(self, snapshot: Snapshot, progress: TableProgress, window: Window, why: str) -> None:
+        """A window that cannot be released. The in-process reader reads its table on
+        from the last released key anyway; a planned window (of an external reader such as
+        the Spark chunk job) is queued for the streamer's own reader to read again, so the
+        snapshot finishes without another run of the job."""
+        if window.index is None:
+            log.warning("snapshot window %s of %s: %s; reading the chunk again", window.id, window.table, why)
+            return
+        log.warning(
+            "snapshot window %s of %s (%d of %s): %s; the streamer reads it again",
+            window.id,
+            window.table,
+            window.index + 1,
+            window.of or "?",
+            why,
+        )
+        again = ReadAgain(window.index, window.of, window.lo, window.hi, window.exact_range)
+        if any(r.index == again.index for r in progress.read_again):
+            return
+        updated = replace(progress, read_again=(*progress.read_again, again))
+        self._set(self.context.put(snapshot.with_table(updated)))
+
+    def _stale(self, window: Window) -> bool:
+        """A window that can never be released: its snapshot or table is finished, or its
+        range was released by another window (the reader ran again, or read it again
+        after a restart). Its HW, if it ever comes, releases nothing."""
+        snapshot = self.context.find(window.snapshot_id)
+        progress = (
+            next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
+        )
+        if progress is None or progress.done:
+            return True
+        if window.index is not None:
+            return window.index in progress.done_windows
+        schema = self.schemas.get(window.table)
+        lo = self.keys.canonical(schema, window.key_columns, progress.lo) if schema else progress.lo
+        return lo != window.lo
+
+    def _retire_windows(self) -> None:
+        """Forget stale windows whose watermarks are in the log (see `_stale`); without
+        this, the LW of a chunk job killed before its HW would keep a window open forever."""
+        for window in self.tracker.open_windows():
+            if window.in_log and self._stale(window):
+                self.tracker.close(window.id)
+
+    def _restore_open_windows(self) -> None:
+        """The windows open at the last offset commit, with the keys they recorded."""
+        for window in self._window_file.load():
+            if not self._stale(window):
+                self.tracker.open(window)
+        self._saved_windows = self.tracker.changes
+
+    def before_commit(self) -> None:
+        """Called before an offset is committed: the open windows and their keys, on disk
+        first (only when they changed), so the offset never gets ahead of them."""
+        if self.tracker.changes != self._saved_windows:
+            self._window_file.save(self.tracker.open_windows())
+            self._saved_windows = self.tracker.changes
+
     def _form(self, schema: TableSchema, window: Window, shaped: str | None) -> StagedForm | None:
         """The staged form a window's rows were written in, if the chunk job shaped them
         (`shaped`, its digest), and if this streamer's column rules give the same form;
@@ -646,11 +721,6 @@ class SnapshotStage:
             return None
         form = self.staged_form(schema, window.key_columns) if self.staged_form else None
         if form is None or form.digest != shaped:
-            log.warning(
-                "window %s of %s was staged under other column rules; reading the chunk again",
-                window.id,
-                window.table,
-            )
             return None
         return form
 
@@ -670,6 +740,7 @@ class SnapshotStage:
             done_windows=done,
             windows_total=total,
             done=total is not None and len(done) >= total,
+            read_again=tuple(r for r in progress.read_again if r.index != window.index),
             **common,
         )
 
@@ -726,9 +797,11 @@ class SnapshotStage:
 
     def _clean_staging(self) -> None:
         """Staged windows of snapshots no longer in the (committed) state can never be released."""
-        live = {s.id for s in self.context.snapshots}
         for window_id in self.staging.windows():
-            if window_id.split(".", 1)[0] not in live:
+            decided = self.staging.read_release(window_id)
+            # In-process window ids start with their snapshot's id; a decision names its window.
+            snapshot_id = decided["window"].snapshot_id if decided else window_id.split(".", 1)[0]
+            if self.context.find(snapshot_id) is None:
                 self.staging.delete(window_id)
 
     def _set(self, context: SnapshotContext) -> None:
@@ -738,9 +811,19 @@ class SnapshotStage:
             self.changed.notify_all()
 
     def progress(self) -> dict[str, Any]:
-        """Machine-readable progress for status.json and Airflow."""
+        """Machine-readable progress for status.json and Airflow: the state as processed
+        so far, with each running snapshot's open windows and how long ago it last saw a
+        watermark (`cdc_core/snapshot/health.py` tells a stalled snapshot by them)."""
+        progress = self.context.progress()
+        now = time.monotonic()
+        windows = self.tracker.open_windows()
+        for entry in progress["running"]:
+            ids = {entry["id"], entry["signal_id"]}
+            entry["open_windows"] = sum(1 for w in windows if w.snapshot_id in ids)
+            last = max((self._activity.get(i, self._started) for i in ids), default=self._started)
+            entry["idle_ms"] = int((now - last) * 1000)
         return {
-            **self.context.progress(),
+            **progress,
             "open_windows": len(self.tracker),
             "failed_signals": [f.__dict__ for f in self.failed],
         }

@@ -13,9 +13,11 @@ collation (case- or accent-insensitive, padded) it cannot, so such a window reco
 key of its table while it is open — dropping a staged row is always safe when its key
 changed inside the window, so recording more keys is never wrong, only bigger.
 
-A HW for a window this process never saw open (the streamer restarted between LW and HW)
-is not released: the recorded keys before the restart are gone, so the chunk is read
-again in a new window.
+Keys are compared in one canonical form (the connector's `key_value`), whichever reader
+gave them: the binlog, a chunk read, a staged file. The windows whose watermarks are in
+the log, with their recorded keys, are kept on disk at every offset commit
+(`open_windows.py`), so a streamer restarted between a window's LW and HW still releases
+it at the HW, as it would have without the restart.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Window:
     schema_changed: bool = False  # the key columns vanished mid-window: never release it
     index: int | None = None  # position in a planned set of windows (external readers)
     of: int | None = None  # size of that set
+    in_log: bool = True  # its LW and HW are rows in the log (read-only windows are not)
 
     def covers(self, key: Key) -> bool:
         if not self.exact_range:
@@ -63,6 +66,7 @@ class WindowTracker:
     def __init__(self) -> None:
         self._by_id: dict[str, Window] = {}
         self._by_table: dict[TableId, list[Window]] = {}
+        self.changes = 0  # grows with every window opened or closed and every key recorded
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -72,16 +76,23 @@ class WindowTracker:
             return
         self._by_id[window.id] = window
         self._by_table.setdefault(window.table, []).append(window)
+        self.changes += 1
 
-    def observe(self, table: TableId, keys: Iterable[Key]) -> None:
-        """A change to `table` touching `keys` (before and after key of an update)."""
+    def observe(
+        self, table: TableId, keys: Iterable[Key], key_columns: tuple[str, ...] | None = None
+    ) -> None:
+        """A change to `table` touching `keys` (before and after key of an update), in
+        the canonical key form over `key_columns` (None: every window of the table)."""
         windows = self._by_table.get(table)
         if not windows:
             return
         for key in keys:
             for window in windows:
-                if window.covers(key):
+                if key_columns is not None and window.key_columns != key_columns:
+                    continue
+                if window.covers(key) and key not in window.recorded:
                     window.recorded.add(key)
+                    self.changes += 1
 
     def close(self, window_id: str) -> Window | None:
         """Remove and return the window, or None if it was not open in this process."""
@@ -91,6 +102,7 @@ class WindowTracker:
             windows.remove(window)
             if not windows:
                 del self._by_table[window.table]
+            self.changes += 1
         return window
 
     def discard(self, snapshot_id: str | None = None, table: TableId | None = None) -> list[Window]:

@@ -4,6 +4,7 @@ until every window is released → merge into Delta → Asset events for the tab
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import Asset, AssetAlias, task
@@ -65,18 +66,23 @@ def snapshot_steps(connector: str, request: Any, all_connectors: list[str]) -> B
     def route(req: dict[str, Any]) -> str:
         return "chunk_job" if req["reader"] == "spark" else "wait_released"
 
+    job_args = ["--signal", send.output, "--parallelism", request["parallelism"]]
     chunk = TidemarkSparkJobOperator(
         task_id="chunk_job",
         connector=connector,
         job="incremental_snapshot",
         job_args=chunk_job_args,
-        extra_args=["--signal", send.output, "--parallelism", request["parallelism"]],
+        extra_args=job_args,
+        # A killed job is run again; each run reads only the windows not yet released.
+        retries=2,
+        retry_delay=timedelta(seconds=15),
         on_failure_callback=alert,
     )
     wait = SnapshotReleasedSensor(
         task_id="wait_released",
         connector=connector,
         signal_id=send.output,
+        chunk_job_args=job_args,  # a stalled snapshot has its chunk job run again
         trigger_rule="none_failed_min_one_success",
         on_failure_callback=alert,
     )

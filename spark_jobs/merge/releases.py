@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from cdc_core.events.ordering import OrderKey
+from spark_jobs.merge import connect_types
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,26 @@ class Release:
     data_collection: str
     staged: str
     key_columns: tuple[str, ...]
-    excluded_keys: list[dict[str, Any]]
+    excluded_keys: list[dict[str, Any]]  # event values
     order: tuple[int, int, int]
     txn_id: str
     ts_ms: int
     rows: int  # staged in the window (before the excluded keys are left out)
+    key_schema: tuple[dict[str, Any], ...] | None = None  # the key fields' Connect schemas
+
+    def excluded_values(self) -> list[tuple[Any, ...]]:
+        """The excluded keys as the values their Delta (and lakehouse-staged) columns hold:
+        each event value through its field's Delta conversion, as a change event's row is
+        (a record written before the key schemas were carried: the event values as they are)."""
+        if self.key_schema is None:
+            return [tuple(k[c] for c in self.key_columns) for k in self.excluded_keys]
+        converters = [connect_types.delta_value(f) for f in self.key_schema]
+        return [
+            tuple(
+                None if k[c] is None else f(k[c]) for c, f in zip(self.key_columns, converters, strict=True)
+            )
+            for k in self.excluded_keys
+        ]
 
 
 def parse_release(value: str) -> Release:
@@ -51,6 +68,7 @@ def parse_release(value: str) -> Release:
             str(block.get("id")),
             int(payload.get("ts_ms") or 0),
             int(payload.get("rows") or 0),
+            tuple(payload["key_schema"]) if payload.get("key_schema") is not None else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TidemarkError(f"a snapshot release record is incomplete ({exc!r}): {value[:300]}") from None
@@ -70,7 +88,8 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
     window is both slower and, with Spark 4.2's optimizer, wrong: it cast columns of one
     child to another's types)."""
     paths = [path_part(r.staged) for r in releases]
-    staged = spark.read.parquet(*[r.staged for r in releases])
+    # Windows staged before and after a column was added have different columns.
+    staged = spark.read.option("mergeSchema", "true").parquet(*[r.staged for r in releases])
     columns = staged.columns
     types = {f.name: f.dataType for f in like.fields} if like is not None else {}
     staged = staged.select(
@@ -88,16 +107,19 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
     )
     tagged = staged.join(F.broadcast(windows), from_window).drop("_path")
     key_columns = list(releases[0].key_columns)
-    excluded_rows = [
-        (p, *(k[c] for c in key_columns))
-        for p, r in zip(paths, releases, strict=True)
-        for k in r.excluded_keys
-    ]
+    excluded_rows = [(p, *key) for p, r in zip(paths, releases, strict=True) for key in r.excluded_values()]
     if excluded_rows:
         key_types = T.StructType(
             [T.StructField("_excluded_file", T.StringType()), *[tagged.schema[k] for k in key_columns]]
         )
-        excluded = spark.createDataFrame(excluded_rows, key_types)
+        try:
+            excluded = spark.createDataFrame(excluded_rows, key_types)
+        except (TypeError, ValueError, PySparkException) as exc:
+            raise TidemarkError(
+                f"the keys a snapshot release of {releases[0].data_collection} leaves out do not fit its "
+                f"staged key columns ({exc}); the release records were written by a Tidemark that did not "
+                "carry their key schemas: run the snapshot again"
+            ) from None
         tagged = tagged.join(
             F.broadcast(excluded),
             [tagged["_file"] == excluded["_excluded_file"], *[tagged[k] == excluded[k] for k in key_columns]],

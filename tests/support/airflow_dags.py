@@ -14,8 +14,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from scripts import services
 from tests.support.streamer import Connector, start_process, wait_for, write_connector
 
@@ -63,9 +61,9 @@ def airflow_connector(
 def start_streamer(connector: Connector) -> subprocess.Popen[bytes]:
     """`tidemark stream` for an `airflow_connector`, as its streamer DAG runs it: the
     password from the connection in the child's environment only. Returns once it runs."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("TIDEMARK_TEST_SOURCE_PASSWORD", os.environ[services.CDC_PASSWORD_ENV])
-        proc = start_process(connector)
+    proc = start_process(
+        connector, env={"TIDEMARK_TEST_SOURCE_PASSWORD": os.environ[services.CDC_PASSWORD_ENV]}
+    )
     wait_for(lambda: (connector.state / "status.json").exists(), 120, message="the streamer's first status")
     return proc
 

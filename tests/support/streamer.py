@@ -24,6 +24,16 @@ import pymysql
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 
+# A connector file's least content, for tests that never connect (status page, health).
+OFFLINE_CONNECTOR = {
+    "connector.class": "mysql",
+    "topic.prefix": "shop",
+    "database.hostname": "127.0.0.1",
+    "database.port": 3307,
+    "database.user": "tidemark",
+    "database.server.id": 5999,
+}
+
 
 @dataclass
 class Connector:
@@ -102,10 +112,15 @@ def running_in_process(connector: Connector, **run_kwargs: Any) -> Iterator[Any]
 
 
 def start_process(
-    connector: Connector, *args: str, log: Path | None = None, new_session: bool = False
+    connector: Connector,
+    *args: str,
+    log: Path | None = None,
+    new_session: bool = False,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """`new_session`: the streamer leads a process group of its own (with its decoder), so
-    a test can signal the whole group, as Airflow does, without signalling itself."""
+    a test can signal the whole group, as Airflow does, without signalling itself. `env`:
+    more environment for it (this process's own is never changed)."""
     with open(log or connector.path.with_suffix(".log"), "ab") as out:
         return subprocess.Popen(
             [
@@ -121,7 +136,7 @@ def start_process(
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
-            env=os.environ.copy(),
+            env={**os.environ, **(env or {})},
             start_new_session=new_session,
         )
 

@@ -11,14 +11,7 @@ import yaml
 from tidemark_airflow.status_page.html import render
 from tidemark_airflow.status_page.report import status_report
 
-CONNECTOR = {
-    "connector.class": "mysql",
-    "topic.prefix": "shop",
-    "database.hostname": "127.0.0.1",
-    "database.port": 3307,
-    "database.user": "tidemark",
-    "database.server.id": 5999,
-}
+from tests.support.streamer import OFFLINE_CONNECTOR as CONNECTOR
 
 
 def write(folder, file: str, props: dict) -> None:

@@ -27,6 +27,7 @@ Records (plain tuples, cheap to pickle):
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import signal
 import time
@@ -34,6 +35,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.constants import FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.event import (
     GtidEvent,
     HeartbeatLogEvent,
@@ -152,7 +154,7 @@ def _send_failure(conn: Connection, exc: BaseException) -> None:
 
 def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: str | None) -> None:
     ops = {WriteRowsEvent: OP_CREATE, UpdateRowsEvent: OP_UPDATE, DeleteRowsEvent: OP_DELETE}
-    names_cache: dict[int, tuple[int, tuple[str | None, ...]]] = {}
+    names_cache: dict[int, tuple[int, tuple[str | None, ...], Any]] = {}
     wanted: dict[tuple[str, str], bool] = {}
     batch: list[tuple[Any, ...]] = []
     started = time.monotonic()
@@ -206,19 +208,30 @@ def _start(event: Any) -> int:
     return event.packet.log_pos - event.event_size
 
 
-def _rows(event: Any, op: str, names_cache: dict[int, tuple[int, tuple[str | None, ...]]]) -> tuple[Any, ...]:
+def _rows(
+    event: Any, op: str, names_cache: dict[int, tuple[int, tuple[str | None, ...], Any]]
+) -> tuple[Any, ...]:
     cached = names_cache.get(event.table_id)
     if cached is None or cached[0] != id(event.columns):
         # One tuple object per table map: pickle sends it once per batch.
-        cached = names_cache[event.table_id] = (id(event.columns), tuple(c.name for c in event.columns))
+        cached = names_cache[event.table_id] = (
+            id(event.columns),
+            tuple(c.name for c in event.columns),
+            _repairs(event.columns),
+        )
+    repairs = cached[2]
     try:
         rows = event.rows
         if op == OP_UPDATE:
             decoded: list[Any] = [
-                (tuple(r["before_values"].values()), tuple(r["after_values"].values())) for r in rows
+                (
+                    _values(r["before_values"], r["before_none_sources"], repairs),
+                    _values(r["after_values"], r["after_none_sources"], repairs),
+                )
+                for r in rows
             ]
         else:
-            decoded = [tuple(r["values"].values()) for r in rows]
+            decoded = [_values(r["values"], r["none_sources"], repairs) for r in rows]
         error = None
     except Exception as exc:
         decoded, error = None, f"{type(exc).__name__}: {exc}"
@@ -234,3 +247,50 @@ def _rows(event: Any, op: str, names_cache: dict[int, tuple[int, tuple[str | Non
         decoded,
         error,
     )
+
+
+# ----------------------------------------------------------------------------- decoder repairs
+# python-mysql-replication 1.0.17 decodes two column types wrongly; the row images are
+# repaired here, where the column types are known, so every later stage sees the value
+# the server holds (as a chunk read gives it).
+
+
+def _repairs(columns: Any) -> tuple[tuple[int, str, Any], ...] | None:
+    """(position, name, repair) for the columns of a table map that need one."""
+    found = []
+    for position, column in enumerate(columns):
+        if column.type == FIELD_TYPE.TIME2 and getattr(column, "fsp", 0):
+            found.append((position, column.name, _negative_time_fraction))
+        elif column.type == FIELD_TYPE.SET:
+            found.append((position, column.name, None))
+    return tuple(found) or None
+
+
+def _values(values: dict[str, Any], none_sources: dict[str, str], repairs: Any) -> tuple[Any, ...]:
+    row = tuple(values.values())
+    if repairs is None:
+        return row
+    fixed = list(row)
+    for position, name, repair in repairs:
+        value = fixed[position]
+        if repair is None:  # SET: an empty set is decoded as None, marked as such
+            if value is None and none_sources.get(name) == NONE_SOURCE.EMPTY_SET:
+                fixed[position] = frozenset()
+        elif value is not None:
+            fixed[position] = repair(value)
+    return tuple(fixed)
+
+
+_SECOND = 1_000_000
+
+
+def _negative_time_fraction(value: dt.timedelta) -> dt.timedelta:
+    """A negative TIME(n) with a fraction comes out of the decoder as -(s + (1 - f))
+    instead of -(s + f): its fraction bytes, stored complemented, are read as they are."""
+    micros = (value.days * 86_400 + value.seconds) * _SECOND + value.microseconds
+    if micros >= 0:
+        return value
+    whole, fraction = divmod(-micros, _SECOND)
+    if fraction == 0:
+        return value
+    return dt.timedelta(microseconds=-(whole * _SECOND + (_SECOND - fraction)))

@@ -74,6 +74,11 @@ class MySqlTypeMapper:
     def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping:
         return map_column(column, self.modes, optional)
 
+    def key_value(self, column: Column) -> Converter:
+        from cdc_core.connectors.mysql.key_values import key_value
+
+        return key_value(column)
+
 
 INT_TYPES = {"TINYINT": 8, "SMALLINT": 16, "MEDIUMINT": 24, "INT": 32, "BIGINT": 64}
 CHAR_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"}

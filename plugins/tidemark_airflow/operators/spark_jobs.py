@@ -22,6 +22,50 @@ from tidemark_airflow.lakehouse import lakehouse_paths
 JOBS = PROJECT_ROOT / "spark_jobs"
 
 
+DEFAULT_CONF = {"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1"}
+
+
+def job_submission(
+    connector: str,
+    job_args: Callable[[ConnectorConfig, str], list[str]],
+    extra_args: Any = None,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """What spark-submit needs for a connector's job, settled from its configuration: the
+    Spark connection, the project's jars, the job's arguments and the environment (the
+    password through the environment only)."""
+    from spark_jobs.classpath import spark_jars_csv
+
+    hook = TidemarkSourceHook(connector)
+    config = hook.config()
+    return {
+        "conn_id": config.get("airflow.spark.conn.id"),
+        "jars": spark_jars_csv(),
+        "application_args": [*job_args(config, hook.config_file()), *(str(a) for a in (extra_args or []))],
+        "env_vars": {
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+            "PYTHONPATH": str(PROJECT_ROOT),
+            **(env or {}),
+            **hook.child_env(),
+        },
+    }
+
+
+def submit_job(
+    connector: str, job: str, job_args: Callable[[ConnectorConfig, str], list[str]], extra_args: Any = None
+) -> None:
+    """Run `spark_jobs/<job>.py` for a connector and wait for it (outside an operator: the
+    snapshot wait runs the chunk job again when a snapshot stalls)."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    SparkSubmitHook(
+        conf=DEFAULT_CONF,
+        name=f"tidemark-{job.replace('_', '-')}",
+        **job_submission(connector, job_args, extra_args),
+    ).submit(str(JOBS / f"{job}.py"))
+
+
 class TidemarkSparkJobOperator(SparkSubmitOperator):
     """Submits `spark_jobs/<job>.py` for a connector. `job_args(config, config_file)`
     gives the job's arguments once the connector is known."""
@@ -37,27 +81,17 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         extra_args: Any = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("conf", {"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1"})
+        kwargs.setdefault("conf", dict(DEFAULT_CONF))
         kwargs.setdefault("name", f"tidemark-{job.replace('_', '-')}")
         super().__init__(application=str(JOBS / f"{job}.py"), **kwargs)
         self.connector, self.job, self.job_args, self.extra_args = connector, job, job_args, extra_args
 
     def execute(self, context: Any) -> None:
-        from spark_jobs.classpath import spark_jars_csv
-
-        hook = TidemarkSourceHook(self.connector)
-        config = hook.config()
-        self._conn_id = config.get("airflow.spark.conn.id")
-        self.jars = self.jars or spark_jars_csv()
-        extra = [str(a) for a in (self.extra_args or [])]
-        self.application_args = [*self.job_args(config, hook.config_file()), *extra]
-        self.env_vars = {
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-            "PYTHONPATH": str(PROJECT_ROOT),
-            **(self.env_vars or {}),
-            **hook.child_env(),
-        }
+        settings = job_submission(self.connector, self.job_args, self.extra_args, self.env_vars)
+        self._conn_id = settings["conn_id"]
+        self.jars = self.jars or settings["jars"]
+        self.application_args = settings["application_args"]
+        self.env_vars = settings["env_vars"]
         self._hook = None
         return super().execute(context)
 

@@ -1,5 +1,8 @@
 """Wait until a snapshot's windows are all released: deferred to the triggerer, so a
-long snapshot holds no worker slot."""
+long snapshot holds no worker slot. A snapshot that stalls (windows left that nothing
+reads: the chunk job died, or ended with windows its run could not finish) is not waited
+for in vain: the chunk job runs again, reading only the windows not yet released, and the
+wait goes on (at most `max_reruns` times)."""
 
 from __future__ import annotations
 
@@ -12,11 +15,12 @@ from airflow.sdk.exceptions import AirflowException
 
 from tidemark_airflow.hooks import state
 from tidemark_airflow.hooks.source import TidemarkSourceHook
+from tidemark_airflow.operators.spark_jobs import chunk_job_args, submit_job
 from tidemark_airflow.triggers.snapshot import SnapshotReleasedTrigger
 
 
 class SnapshotReleasedSensor(BaseSensorOperator):
-    template_fields: Sequence[str] = ("connector", "signal_id")
+    template_fields: Sequence[str] = ("connector", "signal_id", "chunk_job_args")
 
     def __init__(
         self,
@@ -26,24 +30,37 @@ class SnapshotReleasedSensor(BaseSensorOperator):
         deferrable: bool = True,
         snapshot_timeout_seconds: float | None = None,
         poll_seconds: float = 2.0,
+        chunk_job_args: Any = None,
+        max_reruns: int = 3,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.connector, self.signal_id, self.deferrable = connector, signal_id, deferrable
         self.snapshot_timeout_seconds, self.poll_seconds = snapshot_timeout_seconds, poll_seconds
+        self.chunk_job_args, self.max_reruns = (
+            chunk_job_args,
+            max_reruns,
+        )  # per-run arguments of the chunk job
 
-    def _config_file(self) -> tuple[str, float]:
+    def _config_file(self) -> tuple[str, float, float]:
         hook = TidemarkSourceHook(self.connector)
-        timeout = self.snapshot_timeout_seconds or hook.config().get("airflow.snapshot.timeout.minutes") * 60
-        return hook.config_file(), timeout
+        config = hook.config()
+        timeout = self.snapshot_timeout_seconds or config.get("airflow.snapshot.timeout.minutes") * 60
+        return hook.config_file(), timeout, config.get("airflow.snapshot.stall.seconds")
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable:
             return super().execute(context)
-        config_file, timeout = self._config_file()
+        self._wait(reruns=0)
+
+    def _wait(self, reruns: int) -> None:
+        config_file, timeout, stall = self._config_file()
         self.defer(
-            trigger=SnapshotReleasedTrigger(config_file, str(self.signal_id), timeout, self.poll_seconds),
+            trigger=SnapshotReleasedTrigger(
+                config_file, str(self.signal_id), timeout, self.poll_seconds, stall
+            ),
             method_name="execute_complete",
+            kwargs={"reruns": reruns},
             timeout=timedelta(seconds=timeout + 60),
         )
 
@@ -52,7 +69,13 @@ class SnapshotReleasedSensor(BaseSensorOperator):
         where, _snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
         return where == "finished"
 
-    def execute_complete(self, context: Any, event: dict[str, Any]) -> dict[str, Any]:
+    def execute_complete(self, context: Any, event: dict[str, Any], reruns: int = 0) -> dict[str, Any]:
+        if event.get("status") == "stalled" and self.chunk_job_args is not None:
+            if reruns >= self.max_reruns:
+                raise AirflowException(f"{event.get('message')} (the chunk job ran again {reruns} times)")
+            self.log.warning("%s; running the chunk job again", event.get("message"))
+            submit_job(self.connector, "incremental_snapshot", chunk_job_args, self.chunk_job_args)
+            self._wait(reruns + 1)
         if event.get("status") != "released":
             raise AirflowException(event.get("message") or f"snapshot did not finish: {event}")
         snap = event.get("snapshot") or {}

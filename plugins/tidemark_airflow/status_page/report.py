@@ -16,6 +16,7 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.errors import TidemarkError
+from cdc_core.snapshot.health import live_entry, snapshot_health
 from tidemark_airflow import connectors
 from tidemark_airflow.alerts import recent_alerts
 from tidemark_airflow.delta_log import last_commit
@@ -62,7 +63,11 @@ def connector_report(config: ConnectorConfig, file: str) -> dict[str, Any]:
         "dags": _dags(config, slug),
         "streamer": _streamer(doc, health),
         "committed_position": doc.get("committed_position"),
-        "snapshots": _snapshots(doc.get("snapshots") or {}),
+        "snapshots": _snapshots(
+            doc.get("snapshots") or {},
+            (doc.get("streamer") or {}).get("snapshots") if health["state"] == "running" else None,
+            config.get("airflow.snapshot.stall.seconds"),
+        ),
         "delta_tables": _delta(config),
         "alerts": recent_alerts(config.state_directory(), ALERTS_SHOWN),
     }
@@ -90,10 +95,17 @@ def _streamer(doc: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _snapshots(progress: dict[str, Any]) -> list[dict[str, Any]]:
-    """Running snapshots first, then the last few finished ones (newest first), each with
-    windows done/total per table."""
-    shown = [{**_snapshot(s), "state": "running"} for s in progress.get("running", [])]
+def _snapshots(
+    progress: dict[str, Any], live: dict[str, Any] | None, stall_seconds: float
+) -> list[dict[str, Any]]:
+    """Running snapshots first (running, paused, waiting for a high watermark, or stalled,
+    with what to do), then the last few finished ones (newest first), each with windows
+    done/total per table. `live`: the running streamer's own view, None when it is not
+    running."""
+    shown = []
+    for snap in progress.get("running", []):
+        health = snapshot_health(snap, live_entry(live, snap), stall_seconds)
+        shown.append({**_snapshot(snap), "state": health["state"], "problem": health["problem"]})
     finished = progress.get("finished", [])[-FINISHED_SHOWN:]
     shown += [{**_snapshot(s), "state": "finished"} for s in reversed(finished)]
     return shown
@@ -114,6 +126,7 @@ def _snapshot(snap: dict[str, Any]) -> dict[str, Any]:
                 "windows_total": t.get("windows_total"),
                 "rows_released": t.get("rows_released", 0),
                 "rows_dropped": t.get("rows_dropped", 0),
+                "read_again": t.get("read_again", 0),
                 "done": bool(t.get("done")),
             }
             for t in snap.get("tables", [])

@@ -1,5 +1,7 @@
 """Deferrable wait for a snapshot: fires when every window of the snapshot a signal
-started has been released by the streamer (as recorded in its committed offsets).
+started has been released by the streamer (as recorded in its committed offsets), or
+when the snapshot has stalled: windows left that nothing is reading
+(`cdc_core.snapshot.health`), so the task can run the chunk job again.
 
 Importable by the triggerer from the plugins folder (outside the DAG bundle).
 """
@@ -13,19 +15,26 @@ from typing import Any
 
 from airflow.triggers.base import TriggerEvent
 
+from cdc_core.snapshot.health import DEFAULT_STALL_SECONDS, live_entry, snapshot_health
 from tidemark_airflow.hooks import state
 from tidemark_airflow.triggers.polling import StatePollingTrigger
 
 
 class SnapshotReleasedTrigger(StatePollingTrigger):
     def __init__(
-        self, config_file: str, signal_id: str, timeout_seconds: float, poll_seconds: float = 2.0
+        self,
+        config_file: str,
+        signal_id: str,
+        timeout_seconds: float,
+        poll_seconds: float = 2.0,
+        stall_seconds: float = DEFAULT_STALL_SECONDS,
     ) -> None:
         super().__init__(
             config_file=config_file,
             signal_id=signal_id,
             timeout_seconds=timeout_seconds,
             poll_seconds=poll_seconds,
+            stall_seconds=stall_seconds,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -46,6 +55,19 @@ class SnapshotReleasedTrigger(StatePollingTrigger):
             if snap is not None and snap != last:
                 self.log.info("snapshot %s: %s", self.signal_id, describe(snap))
                 last = snap
+            if snap is not None:
+                live = live_entry((doc.get("streamer") or {}).get("snapshots"), snap)
+                health = snapshot_health(snap, live, self.stall_seconds)
+                if health["state"] == "stalled":
+                    yield TriggerEvent(
+                        {
+                            "status": "stalled",
+                            "signal_id": self.signal_id,
+                            "snapshot": snap,
+                            "message": health["problem"],
+                        }
+                    )
+                    return
             if time.monotonic() > deadline:
                 yield TriggerEvent(
                     {

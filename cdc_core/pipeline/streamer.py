@@ -436,12 +436,12 @@ class Streamer:
             TableId.parse(signal_table) if signal_table else None,
             LocalStaging(self.layout.staging),
             config.get("incremental.snapshot.chunk.size"),
+            types.key_value,
             key_columns,
             source_signals="source" in config.get("signal.enabled.channels"),
             open_chunk_source=source.chunk_source,
             positions=self._position_watermarks(source),
             staged_form=staged_form,
-            key_value=types.key_value,
         )
         initial = self.committed is None and config.get("snapshot.mode") == "initial"
         watermarks = signal_table is not None or config.get("read.only")

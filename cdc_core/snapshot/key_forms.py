@@ -19,16 +19,12 @@ KeyValue = Callable[[Any], Any]
 KeyOf = Callable[[Sequence[Any]], tuple[Any, ...]]
 
 
-def _as_is(v: Any) -> Any:
-    return v
-
-
 class KeyForms:
     """`key_of(schema, key_columns, columns)`: a function from a row (its values in
     `columns` order, the schema's own columns by default) to its canonical key; None
     when a key column is not among them."""
 
-    def __init__(self, key_value: Callable[[Column], KeyValue] | None) -> None:
+    def __init__(self, key_value: Callable[[Column], KeyValue]) -> None:
         self.key_value = key_value
         self._cache: dict[
             tuple[int, tuple[str, ...], tuple[str, ...] | None], tuple[TableSchema, KeyOf | None]
@@ -63,7 +59,7 @@ class KeyForms:
             column = schema.column(name)
             if column is None:
                 return None
-            converters.append(self.key_value(column) if self.key_value else _as_is)
+            converters.append(self.key_value(column))
         return converters
 
     def _build(

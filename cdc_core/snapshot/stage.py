@@ -89,12 +89,12 @@ class SnapshotStage:
         signal_table: TableId | None,
         staging: LocalStaging,
         chunk_size: int,
+        key_value: Callable[[Column], KeyValue],
         key_columns: Callable[[TableId], tuple[str, ...]] = lambda _t: (),
         source_signals: bool = True,
         open_chunk_source: Callable[[], Any] | None = None,
         positions: Any = None,  # read-only mode: the connector's position helpers (see `PositionWatermarks`)
         staged_form: Callable[[TableSchema, tuple[str, ...]], StagedForm] | None = None,
-        key_value: Callable[[Column], KeyValue] | None = None,
     ) -> None:
         self.context = context
         self.schemas: dict[TableId, TableSchema] = dict(tables)

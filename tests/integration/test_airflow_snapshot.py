@@ -139,6 +139,7 @@ def test_snapshot_dag_finishes_through_killed_chunk_jobs_and_streamers(
     from spark_jobs.delta_merge import run_local
 
     run_local(spark, connector.config(), str(tmp_path / "delta"), str(tmp_path / "merge-checkpoint"))
+    monkeypatch.setenv("TIDEMARK_TEST_SOURCE_PASSWORD", monkeypatch_password())  # to read the source
     assert_delta_equals_source(spark, connector, str(tmp_path / "delta"), scratch_db)
     assert run.get_task_instance("publish").state == "success"
     # The connection's password never reaches the task logs.

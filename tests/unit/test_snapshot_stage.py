@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import orjson
 
+from cdc_core.connectors.mysql.key_values import key_value as MYSQL_KEYS
 from cdc_core.schema.model import Column, TableId, TableSchema
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import encode_key
@@ -30,6 +31,7 @@ def stage(tmp_path, context=None):
         SIG,
         LocalStaging(tmp_path),
         chunk_size=10,
+        key_value=MYSQL_KEYS,
     )
 
 

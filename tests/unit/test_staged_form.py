@@ -13,6 +13,7 @@ import hashlib
 import orjson
 import pytest
 
+from cdc_core.connectors.mysql.key_values import key_value as MYSQL_KEYS
 from cdc_core.errors import TidemarkError
 from cdc_core.filters import ColumnRules
 from cdc_core.pipeline.ack_tracker import AckTracker
@@ -147,6 +148,7 @@ def test_the_stage_releases_shaped_rows_only_under_the_same_rules(tmp_path):
             signals.id,
             LocalStaging(tmp_path / digest),
             chunk_size=10,
+            key_value=MYSQL_KEYS,
             staged_form=lambda schema, key: form,
         )
         stage.process([signal("s-1", "execute-snapshot", {"data-collections": ["shop.people"]})])

@@ -106,7 +106,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if streamer:
         print(
             f"streamer    {streamer['state']} (pid {streamer['pid']}, updated {streamer['updated_at']}), "
-            f"{streamer['events_total']} events"
+            f"{streamer['events_total']} change events since it started"
         )
         for table, count in sorted(streamer.get("per_table", {}).items()):
             print(f"  {table:40s} {count}")
@@ -136,6 +136,11 @@ def _print_snapshots(progress: dict[str, Any], live: dict[str, Any] | None, stal
                 health = snapshot_health(snap, live_entry(live, snap), stall_seconds)
                 if health["problem"]:
                     print(f"  {health['state']}: {health['problem']}")
+    for refused in progress.get("failed_signals", []):
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(refused.get("at_ms", 0) / 1000))
+        print(
+            f"refused     signal {refused['id']} ({refused['type']}, from {refused['channel']}) at {when}: {refused['reason']}"
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -97,9 +97,17 @@ class AirflowAPI:
         params = [("state", s) for s in states] + [("limit", 100)]
         return self.api("GET", f"/dags/{dag_id}/dagRuns", params=params)["dag_runs"]
 
+    def delete_run(self, dag_id: str, run_id: str) -> None:
+        self.api("DELETE", f"/dags/{dag_id}/dagRuns/{run_id}")
+
     def fail_run(self, dag_id: str, run_id: str) -> None:
         """Mark a run failed: Airflow stops its running tasks (their on_kill runs)."""
-        self.api("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}", json={"state": "failed"})
+        self.set_run_state(dag_id, run_id, "failed")
+
+    def set_run_state(self, dag_id: str, run_id: str, state: str) -> None:
+        """Mark a run `success` or `failed`: Airflow stops its running tasks (their on_kill
+        runs) and gives its unfinished tasks that state."""
+        self.api("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}", json={"state": state})
 
     def run_state(self, dag_id: str, run_id: str) -> str:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")["state"]
@@ -114,9 +122,10 @@ class AirflowAPI:
         run_id: str,
         timeout: float,
         on_change: Callable[[dict[str, str | None]], None] | None = None,
+        on_poll: Callable[[], None] | None = None,
     ) -> str:
         """The run's final state (success or failed); `on_change` sees the task states
-        each time they change."""
+        each time they change, `on_poll` is called at every poll."""
         deadline = time.monotonic() + timeout
         seen: dict[str, str | None] = {}
         while True:
@@ -126,6 +135,8 @@ class AirflowAPI:
                 if tasks != seen:
                     on_change(tasks)
                     seen = tasks
+            if on_poll is not None:
+                on_poll()
             if state in ("success", "failed"):
                 return state
             if time.monotonic() > deadline:

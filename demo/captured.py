@@ -64,15 +64,41 @@ def _from_kafka(config: ConnectorConfig) -> dict[str, list[Event]]:
 
 
 def print_captured(topics: dict[str, list[Event]], prefix: str, database: str) -> None:
+    """Change events per table and operation, then the transaction boundaries, each figure
+    said with what it counts: the snapshot's high watermarks are transactions of their own
+    in the log, and in lakehouse mode each released window is one release record inside
+    one of them (its rows go to Delta from staging, never as `r` events)."""
     print(f"\n{'topic':38s} {'r':>6s} {'c':>6s} {'u':>6s} {'d':>6s} {'tombstones':>10s}")
+    changes, snapshot_txns = 0, set()
     for topic in sorted(t for t in topics if t.startswith(f"{prefix}.{database}.")):
         ops = Counter("tombstone" if v is None else v["op"] for _, v, _ in topics[topic])
+        changes += sum(n for op, n in ops.items() if op != "tombstone")
+        snapshot_txns |= {v["transaction"]["id"] for _, v, _ in topics[topic] if v and v["op"] == "r"}
         print(f"{topic:38s} {ops['r']:6d} {ops['c']:6d} {ops['u']:6d} {ops['d']:6d} {ops['tombstone']:10d}")
+    releases = [v for _, v, _ in topics.get(f"{prefix}.snapshot_releases", []) if v is not None]
+    if releases:
+        rows = sum(v["rows"] - len(v["excluded_keys"]) for v in releases)
+        print(
+            f"(lakehouse release: the snapshot's {rows:,} rows went from staging straight to Delta through "
+            f"{len(releases)} release records, one per window, so no table has `r` events)"
+        )
     txn = [v for _, v, _ in topics.get(f"{prefix}.transaction", [])]
     ends = [v for v in txn if v["status"] == "END"]
+    snapshot_txns |= {v["transaction"]["id"] for v in releases}
+    watermarks = sum(1 for v in ends if v["id"] in snapshot_txns)
+    inside = sum(v["event_count"] for v in ends)
     print(
-        f"\ntransactions: {sum(v['status'] == 'BEGIN' for v in txn)} BEGIN / {len(ends)} END events, "
-        f"{sum(v['event_count'] for v in ends)} change events inside them"
+        f"\ntransactions: {sum(v['status'] == 'BEGIN' for v in txn)} BEGIN / {len(ends)} END events: "
+        f"{len(ends) - watermarks} source transactions with captured changes"
+        + (f" and {watermarks} snapshot high watermarks, each releasing a window" if watermarks else "")
+    )
+    print(
+        f"records inside them: {inside:,}"
+        + (
+            f" = {changes:,} change events + {len(releases)} snapshot release records"
+            if releases
+            else " change events"
+        )
     )
     for change in (v for _, v, _ in topics.get(prefix, [])):
         print(f"schema change: {change['ddl'].split(chr(10))[0][:90]}")

@@ -34,11 +34,13 @@ import pymysql
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from demo import streamer_dag
 from demo.airflow_api import AirflowAPI, AirflowAPIError
+from demo.terminal import SnapshotProgress, process_output_to, step
 from demo.workload import create_schema, run_workload, seed_history
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "demo_shop"
 CONNECTOR_FILE = ROOT / "connectors" / "demo.yaml"
+SPARK_LOG = ROOT / ".local" / "demo" / "spark.log"
 
 
 def snapshot_form(config: ConnectorConfig) -> dict[str, Any]:
@@ -102,10 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     return report(config, conn, api.url, login, started)
 
 
-def step(text: str) -> None:
-    print(f"==> {text}", flush=True)
-
-
 def reset(config: ConnectorConfig, conn: pymysql.Connection) -> None:
     """The demo database recreated empty; the connector's state, event log, Delta tables,
     merge checkpoint and staged windows removed."""
@@ -148,10 +146,13 @@ def snapshot(api: AirflowAPI, config: ConnectorConfig) -> bool:
     run_id = api.trigger(dag_id, snapshot_form(config))
     step(f"ad-hoc snapshot: POST /api/v2/dags/{dag_id}/dagRuns with the form as conf → run {run_id}")
 
-    def show(tasks: dict[str, str | None]) -> None:
-        print("    " + "  ".join(f"{task}:{state or '-'}" for task, state in tasks.items()), flush=True)
-
-    state = api.wait_for_run(dag_id, run_id, timeout=1200, on_change=show)
+    progress = SnapshotProgress(config)
+    try:
+        state = api.wait_for_run(
+            dag_id, run_id, timeout=1200, on_change=progress.tasks_changed, on_poll=progress.poll
+        )
+    finally:
+        progress.done()
     if state != "success":
         failed = [t for t, s in api.task_states(dag_id, run_id).items() if s == "failed"]
         print(f"the snapshot run {run_id} failed in {failed}; its task logs are in the Airflow UI")
@@ -174,11 +175,12 @@ def report(
     print(f"committed position: {status_document(config, check_source=False)['committed_position']}")
 
     step("comparing every source table with its Delta table")
-    spark = build_session("tidemark-demo-compare", master="local[2]", conf={"spark.ui.enabled": "false"})
-    try:
-        results = compare_tables(spark, conn, config, DATABASE, lakehouse_paths(config)["delta_root"])
-    finally:
-        spark.stop()
+    with process_output_to(SPARK_LOG):  # Spark's JVM logs to a file, not between our lines
+        spark = build_session("tidemark-demo-compare", master="local[2]", conf={"spark.ui.enabled": "false"})
+        try:
+            results = compare_tables(spark, conn, config, DATABASE, lakehouse_paths(config)["delta_root"])
+        finally:
+            spark.stop()
     print_side_by_side(results)
     equal = all(r.equal for r in results)
     print(
@@ -190,6 +192,7 @@ def report(
         f"\nAirflow UI:   {airflow_url}  (login {login})\n"
         f'Status page:  {airflow_url}/tidemark/  ("Tidemark" in the UI\'s navigation)\n'
         f"Delta tables: {lakehouse_paths(config)['delta_root']}\n"
+        f"Spark's log:  {SPARK_LOG}\n"
         f"The streamer keeps running under Airflow ({streamer_dag.stream_dag(config)}); `make down` stops the stack.\n"
         f"demo finished in {time.monotonic() - started:.0f}s"
     )

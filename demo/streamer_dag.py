@@ -1,7 +1,8 @@
-"""The demo connector's streamer under Airflow: stopped (DAG paused, active runs failed,
+"""The demo connector's streamer under Airflow: stopped (DAG paused, active runs ended,
 which makes Airflow stop the streamer through its operator's on_kill) before the demo
-resets its state, then started by unpausing and triggering `tidemark_stream_<connector>`,
-and followed through the connector's own state files."""
+resets its state, then started by unpausing `tidemark_stream_<connector>` (and triggering it
+only when the scheduler starts no run), and followed through the connector's own state
+files."""
 
 from __future__ import annotations
 
@@ -25,31 +26,53 @@ def stream_dag(config: ConnectorConfig) -> str:
 
 
 def stop(api: AirflowAPI, config: ConnectorConfig, timeout: float = 180) -> None:
-    """No streamer and no snapshot run of this connector left running in Airflow."""
+    """No streamer and no snapshot run of this connector left running in Airflow. The
+    streamer's runs end as a slot does (marked success: the streamer stops cleanly, with
+    everything committed), so stopping leaves no failed task and no alert; an unfinished
+    snapshot run of an earlier, interrupted demo is failed."""
     dag_id = stream_dag(config)
     api.set_paused(dag_id, True)
     for run in api.runs(dag_id):
-        api.fail_run(dag_id, run["dag_run_id"])
+        api.set_run_state(dag_id, run["dag_run_id"], "success")
     for run in api.runs(SNAPSHOT_DAG):
         if (run.get("conf") or {}).get("connector") == config.name:
             api.fail_run(SNAPSHOT_DAG, run["dag_run_id"])
     wait(lambda: running_pid(config) is None, timeout, f"the {config.name} streamer to stop")
 
 
-def start(api: AirflowAPI, config: ConnectorConfig, timeout: float = 300) -> str:
-    """Unpause the streamer DAG and trigger a run now; its run id once the streamer
-    reports running (it has opened the log at its start position by then)."""
+def start(api: AirflowAPI, config: ConnectorConfig, timeout: float = 300, scheduled_wait: float = 20) -> str:
+    """Unpause the streamer DAG and return the run whose `stream` task runs the streamer,
+    once the streamer reports running. Unpausing makes the scheduler start the latest
+    interval's run; only if none comes within `scheduled_wait` (that interval ran
+    already, say in an earlier demo) is a run triggered, and one triggered but left
+    queued behind a scheduled run (the DAG runs one at a time) is deleted, not left behind."""
     dag_id = stream_dag(config)
-    run_id = api.trigger(dag_id, {})
     api.unpause(dag_id)
+    began = time.monotonic()
+    triggered: str | None = None
+    found: list[str] = []
 
     def started() -> bool:
-        if api.run_state(dag_id, run_id) == "failed":
-            raise SystemExit(f"{dag_id} run {run_id} failed: {api.task_states(dag_id, run_id)}")
-        return running_pid(config) is not None
+        nonlocal triggered
+        if triggered is not None and api.run_state(dag_id, triggered) == "failed":
+            raise SystemExit(f"{dag_id} run {triggered} failed: {api.task_states(dag_id, triggered)}")
+        active = api.runs(dag_id)
+        if not active and triggered is None and time.monotonic() - began > scheduled_wait:
+            triggered = api.trigger(dag_id, {})
+        streaming = [
+            r["dag_run_id"]
+            for r in active
+            if api.task_states(dag_id, r["dag_run_id"]).get("stream") == "running"
+        ]
+        if streaming and running_pid(config) is not None:
+            found[:] = streaming[:1]
+            return True
+        return False
 
     wait(started, timeout, f"{dag_id} to start the streamer")
-    return run_id
+    if triggered is not None and triggered != found[0] and api.run_state(dag_id, triggered) == "queued":
+        api.delete_run(dag_id, triggered)
+    return found[0]
 
 
 def running_pid(config: ConnectorConfig) -> int | None:

@@ -177,6 +177,64 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc (no dependency: `make down` may run without
+    the project's virtualenv)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def _descendants(pid: int) -> set[int]:
+    """The processes below `pid` (not `pid` itself)."""
+    return _descendants_of_any({pid})
+
+
+def _descendants_of_any(pids: set[int]) -> set[int]:
+    children = _children()
+    found: set[int] = set()
+    todo = list(pids)
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _end_processes(pids: set[int], grace: float) -> None:
+    """SIGTERM the live ones, wait up to `grace` seconds, SIGKILL what is left, and
+    return once none lives (a process is seen through its start time, so a pid reused
+    by a new process is left alone)."""
+    started = {pid: _start_time(pid) for pid in pids}
+    alive = lambda pid: _pid_alive(pid) and _start_time(pid) == started[pid]  # noqa: E731
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
+        living = [pid for pid in pids if alive(pid)]
+        for pid in living:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while living and time.monotonic() < deadline:
+            living = [pid for pid in living if alive(pid)]
+            time.sleep(0.1)
+        if not living:
+            return
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 def _tail(path: Path, lines: int = 25) -> str:
     try:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -282,11 +340,17 @@ class Service:
         )
 
     def stop(self, timeout: float = 60.0) -> bool:
-        """Stop the whole process group; return True when something was running."""
+        """Stop the service and every process it started, and return only when all of
+        them have exited; True when something was running. A service's processes may
+        leave its process group (Airflow's task runners start sessions of their own, and
+        the streamer's operator starts it in one), so its whole process tree is taken
+        before the stop request, and what is left of it when the service has stopped gets
+        SIGTERM, then SIGKILL."""
         pid = self.pid()
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return False
+        tree = _descendants(pid)
         self.request_stop(pid)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and _pid_alive(pid):
@@ -297,6 +361,7 @@ class Service:
             os.killpg(pid, signal.SIGKILL)  # also ends helpers left in the group
         while _pid_alive(pid):
             time.sleep(0.1)
+        _end_processes(tree | _descendants_of_any(tree), grace=min(timeout, 30.0))
         self.pid_file.unlink(missing_ok=True)
         return True
 

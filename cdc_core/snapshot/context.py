@@ -16,6 +16,7 @@ from typing import Any
 from cdc_core.snapshot.keycodec import decode_key, encode_key
 
 MAX_SIGNAL_IDS = 200
+MAX_REFUSED = 20  # refused signals kept (the newest), with their reasons
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,9 @@ class SnapshotContext:
     released: int = 0  # windows released so far: staged files up to here are no longer needed
     channels: dict[str, Any] = field(default_factory=dict)  # read positions of the kafka and file channels
     captured: tuple[str, ...] | None = None  # the captured tables, to notice ones added to the include list
+    # Signals refused (malformed, unknown table, filter outside the grammar, ...): id, type,
+    # channel, reason and when, so an operator who looks after a restart still sees them.
+    refused: tuple[dict[str, Any], ...] = ()
 
     def active(self) -> Snapshot | None:
         """Snapshots run one at a time, in the order they were requested."""
@@ -191,6 +195,10 @@ class SnapshotContext:
     def remember(self, signal_id: str) -> SnapshotContext:
         return replace(self, signals=(*self.signals, signal_id)[-MAX_SIGNAL_IDS:])
 
+    def refuse(self, signal: dict[str, Any]) -> SnapshotContext:
+        """Remember a refused signal (the newest MAX_REFUSED are kept)."""
+        return replace(self, refused=(*self.refused, signal)[-MAX_REFUSED:])
+
     def progress(self) -> dict[str, Any]:
         """Per snapshot and table: windows done/total, rows released, rows dropped by
         dedup, rate (what `tidemark status`, status.json and Airflow show)."""
@@ -225,7 +233,7 @@ class SnapshotContext:
                     "tables": tables,
                 }
             )
-        return {"running": running, "finished": list(self.finished)}
+        return {"running": running, "finished": list(self.finished), "failed_signals": list(self.refused)}
 
     def to_json(self) -> dict[str, Any] | None:
         if (
@@ -234,6 +242,7 @@ class SnapshotContext:
             and not self.finished
             and not self.channels
             and self.captured is None
+            and not self.refused
         ):
             return None
         return {
@@ -243,6 +252,7 @@ class SnapshotContext:
             "released": self.released,
             "channels": self.channels,
             "captured": None if self.captured is None else list(self.captured),
+            **({"refused": list(self.refused)} if self.refused else {}),
         }
 
     @classmethod
@@ -256,4 +266,5 @@ class SnapshotContext:
             int(d.get("released", 0)),
             dict(d.get("channels", {})),
             None if d.get("captured") is None else tuple(d["captured"]),
+            tuple(d.get("refused", ())),
         )

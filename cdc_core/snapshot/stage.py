@@ -13,8 +13,8 @@ It is where the watermark protocol of DESIGN.md §4 happens on the streaming sid
   the state at that point of the log.
 
 Signals from outside the log (Kafka topic, file) are applied at batch boundaries through
-`submit`. A signal that is malformed or not allowed is logged with its reason and recorded
-as failed; streaming goes on.
+`submit`. A signal that is malformed or not allowed is logged with its reason and kept in the snapshot
+state (the newest 20, across restarts); streaming goes on.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -71,15 +71,6 @@ from cdc_core.source import (
 log = logging.getLogger("tidemark.snapshot")
 
 
-@dataclass(frozen=True)
-class FailedSignal:
-    id: str
-    type: str
-    channel: str
-    reason: str
-    at_ms: int
-
-
 class SnapshotStage:
     def __init__(
         self,
@@ -119,7 +110,6 @@ class SnapshotStage:
         self._saved_windows = 0  # the tracker's `changes` when the open windows were last saved
         self._started = time.monotonic()
         self._activity: dict[str, float] = {}  # snapshot (or signal) id -> when a watermark of it came
-        self.failed: deque[FailedSignal] = deque(maxlen=50)
         self._inbox: deque[tuple[RawSignal, tuple[str, Any] | None]] = deque()
         self._lock = threading.Lock()
         self.changed = threading.Condition()  # notified when a window closes or the state changes
@@ -399,9 +389,9 @@ class SnapshotStage:
 
     def _fail(self, raw: RawSignal, reason: str) -> None:
         log.error("signal %s (%s, from %s) failed: %s", raw.id, raw.type, raw.channel, reason)
-        self.failed.append(FailedSignal(raw.id, raw.type, raw.channel, reason, int(time.time() * 1000)))
-        if raw.id:
-            self._set(self.context.remember(raw.id))
+        refused = {"id": raw.id, "type": raw.type, "channel": raw.channel, "reason": reason}
+        context = self.context.refuse({**refused, "at_ms": int(time.time() * 1000)})
+        self._set(context.remember(raw.id) if raw.id else context)
 
     def _act(self, action: Any, raw: RawSignal, item: RowChange | None = None) -> None:
         if isinstance(action, LogSignal):
@@ -822,11 +812,7 @@ class SnapshotStage:
             entry["open_windows"] = sum(1 for w in windows if w.snapshot_id in ids)
             last = max((self._activity.get(i, self._started) for i in ids), default=self._started)
             entry["idle_ms"] = int((now - last) * 1000)
-        return {
-            **progress,
-            "open_windows": len(self.tracker),
-            "failed_signals": [f.__dict__ for f in self.failed],
-        }
+        return {**progress, "open_windows": len(self.tracker)}
 
 
 class _BlockingRun:

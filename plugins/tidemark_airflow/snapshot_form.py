@@ -26,7 +26,8 @@ def snapshot_params(connector_names: list[str]) -> dict[str, Param]:
             [],
             type="array",
             minItems=1,
-            items={"type": "string", "minLength": 1},
+            uniqueItems=True,
+            items={"type": "string", "minLength": 1, "format": "regex"},
             title="Data collections",
             description="Tables to snapshot, as db.table regexes (within the connector's capture list).",
         ),
@@ -39,7 +40,7 @@ def snapshot_params(connector_names: list[str]) -> dict[str, Param]:
             items={
                 "type": "object",
                 "properties": {
-                    "data-collection": {"type": "string", "minLength": 1},
+                    "data-collection": {"type": "string", "minLength": 1, "format": "regex"},
                     "filter": {"type": "string", "minLength": 1, "maxLength": 1000},
                 },
                 "required": ["data-collection", "filter"],
@@ -75,6 +76,15 @@ def snapshot_params(connector_names: list[str]) -> dict[str, Param]:
     }
 
 
+FIELDS = frozenset(snapshot_params([]))
+
+
+def unknown_fields(form: dict[str, Any]) -> list[str]:
+    """Fields the form does not have (Airflow keeps any extra key of a run's conf as a
+    param of its own, so a misspelt field would be ignored, its default used)."""
+    return sorted(set(form) - FIELDS)
+
+
 def signal_data(form: dict[str, Any]) -> dict[str, Any]:
     """The execute-snapshot signal's data for a filled form. Blocking snapshots are read
     by the streamer itself while streaming waits, so they take no Spark job."""
@@ -100,6 +110,11 @@ def build_request(config: Any, form: dict[str, Any]) -> dict[str, Any]:
     from cdc_core.connectors.registry import connector_module
     from cdc_core.signals.actions import ExecuteSnapshot, RawSignal, parse_signal
 
+    unknown = unknown_fields(form)
+    if unknown:
+        raise TidemarkError(
+            f"unknown form field(s) {', '.join(unknown)}; the form's fields are {', '.join(sorted(FIELDS))}"
+        )
     if not config.get("signal.data.collection"):
         raise TidemarkError(
             f"connector {config.name} has no signal.data.collection: it cannot take snapshot signals"

@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime
 
 import pytest
 
 from cdc_core.config.connector_config import load_config
 from demo import run, streamer_dag
+from scripts import services
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
 
@@ -21,13 +23,15 @@ TABLES = ("customers", "order_lines", "orders", "products")
 
 
 def run_demo(history: int, orders: int) -> str:
+    """What a user sees of the demo: its output and its errors as they come, in one stream."""
     result = subprocess.run(
         [sys.executable, "-m", "demo.run", "--history", str(history), "--orders", str(orders)],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         timeout=1500,
     )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-3000:]
+    assert result.returncode == 0, result.stdout[-6000:]
     return result.stdout
 
 
@@ -40,6 +44,8 @@ def test_the_demo_runs_the_main_job_through_airflow_and_delta_equals_the_source(
     airflow_server, mariadb_params
 ):
     config = load_config(run.CONNECTOR_FILE)
+    stream_dag = streamer_dag.stream_dag(config)
+    began = datetime.now(UTC)
     try:
         run_demo(20, 30)  # a first run leaves its streamer running under Airflow, as a user's would
         out = run_demo(60, 120)
@@ -60,16 +66,82 @@ def test_the_demo_runs_the_main_job_through_airflow_and_delta_equals_the_source(
             if r["dag_run_id"] in out and r["conf"].get("connector") == "demo"
         ]
         assert snapshot["conf"] == run.snapshot_form(config)
-        stream_dag = streamer_dag.stream_dag(config)
         assert airflow_server.api("GET", f"/dags/{stream_dag}")["is_paused"] is False
-        assert airflow_server.runs(stream_dag, states=("running",))
+        # The run the demo names is the one running the streamer, and none waits queued behind it.
+        [printed] = re.findall(rf"streamer running: {stream_dag} run (\S+)", out)
+        running = airflow_server.runs(stream_dag, states=("running",))
+        assert [r["dag_run_id"] for r in running] == [printed]
+        assert airflow_server.task_states(stream_dag, printed)["stream"] == "running"
+        # (a scheduled run queues behind it at its slot's boundary, as every slot does)
+        assert not [
+            r for r in airflow_server.runs(stream_dag, states=("queued",)) if r["run_type"] != "scheduled"
+        ]
+        # Two demos in a row leave no failed task (the first demo's runs ended cleanly) and no alert.
+        runs = [
+            r
+            for r in airflow_server.runs(stream_dag, states=("success", "failed", "running"))
+            if datetime.fromisoformat(r["run_after"]) >= began
+        ]
+        assert len(runs) >= 2
+        failed = {r["dag_run_id"]: airflow_server.task_states(stream_dag, r["dag_run_id"]) for r in runs}
+        assert not [f for f in failed.values() if "failed" in f.values()], failed
         with airflow_server.client() as client:
             status = client.get("/tidemark/status.json").json()
         demo = next(c for c in status["connectors"] if c["name"] == "demo")
         assert demo["streamer"]["state"] == "running"
+        assert demo["alerts"] == []
+        # Every figure is said with what it counts, and they agree: the transactions the
+        # workload ran, the change events the streamer counted, the records in the log.
+        workload = int(re.search(r"workload: (\d+) transactions", out)[1])
+        begins, ends, source, marks = map(int, re.search(
+            r"transactions: (\d+) BEGIN / (\d+) END events: (\d+) source transactions with captured "
+            r"changes and (\d+) snapshot high watermarks", out).groups())  # fmt: skip
+        inside, changes, releases = (
+            int(n.replace(",", ""))
+            for n in re.search(
+                r"records inside them: ([\d,]+) = ([\d,]+) change events \+ (\d+) snapshot release", out
+            ).groups()
+        )
+        assert begins == ends == source + marks and source == workload
+        assert inside == changes + releases and releases == marks
+        assert changes == demo["streamer"]["events_total"]
+        windows = sum(
+            t["windows_total"]
+            for t in next(s for s in demo["snapshots"] if s["state"] == "finished")["tables"]
+        )
+        assert marks == windows
+        assert "no table has `r` events" in out
+        # Spark's JVM logs to a file, not the terminal; progress advances with time stamps.
+        assert "WARN" not in out and "log4j" not in out
+        assert re.search(
+            r"^\d\d:\d\d:\d\d     snapshot: \d+/\d+ windows, [\d,]+ rows released", out, re.MULTILINE
+        )
         finished = next(s for s in demo["snapshots"] if s["state"] == "finished")
         assert sorted(t["table"] for t in finished["tables"]) == [f"demo_shop.{t}" for t in TABLES]
         assert all(t["windows_done"] == t["windows_total"] > 0 for t in finished["tables"])
         assert sorted(d["table"] for d in demo["delta_tables"]) == [f"demo_shop.{t}" for t in TABLES]
+        assert_make_down_waits_for_every_process(airflow_server)
     finally:
-        streamer_dag.stop(airflow_server, config)  # leave no streamer running
+        if services.Airflow().running():
+            streamer_dag.stop(airflow_server, config)  # leave no streamer running
+
+
+def assert_make_down_waits_for_every_process(airflow_server):
+    """`make down` (scripts.services down) with the demo's streamer running under a worker:
+    when it returns, no process Airflow started lives any more (a worker and its streamer
+    used to outlive it by a minute)."""
+    airflow = services.Airflow()
+    pid = airflow.pid()
+    assert pid is not None
+    tree = {pid, *services._descendants(pid)}
+    assert any("cdc_core.cli" in _cmdline(p) for p in tree), "no streamer under Airflow to stop"
+    subprocess.run([sys.executable, "-m", "scripts.services", "down", "airflow"], check=True, timeout=300)
+    alive = {p: _cmdline(p) for p in tree if services._pid_alive(p)}
+    assert not alive, f"still running after `make down`: {alive}"
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

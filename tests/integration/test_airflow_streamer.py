@@ -107,7 +107,7 @@ def test_health_reports_a_running_streamer_and_the_reason_for_a_stopped_one(
     monkeypatch.setenv("TIDEMARK_TEST_SOURCE_PASSWORD", os.environ["TIDEMARK_DB_PASSWORD"])
 
     async def first_event(timeout: float):
-        trigger = StreamerHealthTrigger(str(connector.path), 60, timeout, poll_seconds=0.2)
+        trigger = StreamerHealthTrigger(str(connector.path), 60, timeout, poll_seconds=0.2, settle_seconds=0)
         async for event in trigger.run():
             return event.payload
 

@@ -81,6 +81,16 @@ def replay(events):
     return state
 
 
+def offline_status(connector) -> str:
+    """What `tidemark status --offline` prints for the connector."""
+    return subprocess.run(
+        [sys.executable, "-m", "cdc_core.cli", "status", "--config", str(connector.path), "--offline"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 def assert_exact_and_in_order(db, events, table="t"):
     """Replaying the events gives the source table, and no row ever goes back in time."""
     with db.cursor() as cur:
@@ -135,12 +145,7 @@ def test_snapshot_while_writing_is_exact_and_free_of_time_travel(tmp_path, maria
     assert table["windows_done"] <= (writer.next_id // 100) + 2
     assert table["rows_released"] + table["rows_dropped"] <= writer.next_id
     assert writer.changes > 100
-    shown = subprocess.run(
-        [sys.executable, "-m", "cdc_core.cli", "status", "--config", str(c.path), "--offline"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    shown = offline_status(c)
     assert f"signal {ids['snap-1']}" in shown
     assert f"{scratch_db}.t" in shown and f"rows {len(reads)} released" in shown
 
@@ -188,9 +193,20 @@ def test_malformed_and_unauthorised_signals_fail_and_streaming_goes_on(
         wait_finished(c, ids["ok-1"], 60, "filtered snapshot")
         wait_for(lambda: any(e["op"] == "c" and e["after"]["id"] == 3 for e in payloads(c, topic)), 30)
         failed = {f["id"]: f["reason"] for f in status(c)["snapshots"]["failed_signals"]}
+        # Refused signals outlive the streamer: kill -9 and start again, and they are still listed.
+        proc.kill()
+        proc.wait(10)
+        proc = start_process(c)
+        wait_for(lambda: status(c).get("pid") == proc.pid, 30, message="the restarted streamer's status")
+        after_restart = {f["id"]: f["reason"] for f in status(c)["snapshots"]["failed_signals"]}
         assert stop_process(proc) == 0
     finally:
         cleanup(proc)
+    assert after_restart == failed
+    shown = offline_status(c)
+    assert all(
+        f"signal {ids[name]} (execute-snapshot, from source)" in shown for name in ("bad-1", "bad-2", "bad-3")
+    )
     assert "outside the capture list" in failed[ids["bad-1"]]
     assert "unexpected character ';'" in failed[ids["bad-2"]]
     assert "not valid JSON" in failed[ids["bad-3"]]

@@ -101,6 +101,12 @@ def test_a_complete_form_is_accepted(snapshot_params):
             "additional_conditions",
         ),
         ({"surrogate_key": ""}, "surrogate_key"),
+        ({"data_collections": ["demo_shop\\.(orders"]}, "data_collections"),  # not a regex
+        ({"data_collections": ["a", "a"]}, "data_collections"),
+        (
+            {"additional_conditions": [{"data-collection": "demo_shop\\.[", "filter": "id > 1"}]},
+            "additional_conditions",
+        ),
     ],
 )
 def test_bad_input_is_refused_naming_the_field(snapshot_params, change, named):
@@ -109,6 +115,33 @@ def test_bad_input_is_refused_naming_the_field(snapshot_params, change, named):
     with pytest.raises(ParamValidationError) as err:
         check(snapshot_params, {**BASE, **change})
     assert named in str(err.value)
+
+
+def test_the_rest_api_refuses_what_the_form_schema_refuses_before_a_run_exists(snapshot_params):
+    """`POST /api/v2/dags/tidemark_snapshot/dagRuns` validates `conf` against the serialized
+    DAG's params (`create_dagrun`): a bad field is a 400 naming it, and no run is created."""
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    with DAG("form", schedule=None, params=snapshot_params) as dag:
+        pass
+    served = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag)).params
+    served.deep_merge({**BASE, "chunk_size": 10}).validate()
+    for change, named in (
+        ({"data_collections": ["x("]}, "data_collections"),
+        ({"chunk_size": 0}, "chunk_size"),
+    ):
+        with pytest.raises(Exception, match=named):
+            served.deep_merge({**BASE, **change}).validate()
+
+
+def test_a_misspelt_field_is_refused_instead_of_ignored():
+    from tidemark_airflow.snapshot_form import build_request
+
+    from cdc_core.errors import TidemarkError
+
+    with pytest.raises(TidemarkError, match="unknown form field.*chunk_sise.*chunk_size"):
+        build_request(object(), {**BASE, "chunk_sise": 10})
 
 
 def test_the_signal_a_form_sends():

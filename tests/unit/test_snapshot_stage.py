@@ -139,7 +139,11 @@ def test_pause_resume_and_stop(tmp_path):
     s.process([signal("s", "stop-snapshot", {"type": "incremental"})])
     assert s.context.active() is None and len(s.tracker) == 0
     s.process([signal("p2", "pause-snapshot", {})])
-    assert s.failed[-1].id == "p2" and "no incremental snapshot" in s.failed[-1].reason
+    refused = s.context.refused[-1]
+    assert refused["id"] == "p2" and "no incremental snapshot" in refused["reason"] and refused["at_ms"]
+    # Kept in the state every offset carries, so a restarted streamer still shows it.
+    assert SnapshotContext.from_json(s.context.to_json()).refused[-1] == refused
+    assert s.progress()["failed_signals"][-1] == refused
 
 
 def test_a_schema_change_inside_a_window_discards_it(tmp_path):

@@ -37,19 +37,59 @@ def test_a_connector_that_never_ran_and_a_broken_file_are_both_listed(tmp_path, 
     assert "never started" in page and "database.hostnme" in page
 
 
-def test_names_and_messages_from_files_are_escaped(tmp_path, monkeypatch):
+def one_connector(tmp_path, monkeypatch):
+    """A connectors folder with connector `x` (the page's only one); its state folder."""
     folder = tmp_path / "connectors"
     folder.mkdir()
     state = tmp_path / "state"
     state.mkdir()
     write(folder, "x.yaml", {"name": "x", "state.directory": str(state), **CONNECTOR})
+    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
+    return state
+
+
+def test_names_and_messages_from_files_are_escaped(tmp_path, monkeypatch):
+    state = one_connector(tmp_path, monkeypatch)
     (state / "status.json").write_text(
         json.dumps(
             {"state": "failed", "error": "<script>alert(1)</script>", "updated_at": "2026-01-01T00:00:00Z"}
         )
     )
-    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
 
     page = render(status_report())
     assert "<script>alert(1)</script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_a_stalled_snapshot_and_refused_signals_are_shown_with_what_to_do(tmp_path, monkeypatch):
+    import orjson
+
+    from cdc_core.offsets.store import FileOffsetStore
+    from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
+
+    state = one_connector(tmp_path, monkeypatch)
+    table = TableProgress("shop.a", ("id",), windows_total=4, windows_done=1, done_windows=(0,))
+    snapshot = Snapshot("snap-1", "sig-1", "incremental", (table,), 100, started_ms=1, reader="spark")
+    refused = {
+        "id": "bad-1",
+        "type": "execute-snapshot",
+        "channel": "source",
+        "reason": "no such table",
+        "at_ms": 1,
+    }
+    context = SnapshotContext((snapshot,)).refuse(refused)
+    FileOffsetStore(state / "offsets.json", "x").commit({"source": {}, "snapshot": context.to_json()})
+    live = context.progress()
+    live["running"][0] |= {"open_windows": 0, "idle_ms": 10 * 60_000}
+    (state / "status.json").write_bytes(
+        orjson.dumps({"state": "running", "updated_at": "2099-01-01T00:00:00Z", "snapshots": live})
+    )
+
+    (connector,) = status_report()["connectors"]
+    (shown,) = connector["snapshots"]
+    assert shown["state"] == "stalled" and "Run it again" in shown["problem"]
+    assert connector["refused_signals"][0]["id"] == "bad-1" and connector["refused_signals"][0]["at"]
+    page = render(status_report())
+    assert (
+        "stalled" in page and "Run it again" in page and "no such table" in page and "Refused signals" in page
+    )

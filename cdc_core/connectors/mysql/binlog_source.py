@@ -260,7 +260,7 @@ class BinlogSource:
             finally:
                 ctl.close()
         except (pymysql.err.Error, TidemarkError) as exc:
-            head = f"unavailable ({type(exc).__name__})"
+            head = f"unavailable: {exc}"
         position = self.describe(offset["source"]) if offset else "none (not started)"
         return SourceStatus("mysql", position, head, lag)
 
@@ -284,10 +284,14 @@ class BinlogSource:
         detail = exc.args[1] if len(exc.args) > 1 else str(exc)
         where = f"{self.params['host']}:{self.params['port']} as {self.params['user']}"
         if code in ACCESS_ERRORS:
+            variable = self.config.get("database.password.env")
+            if self.config.secret("database.password") is None:
+                password = f"no password: set the environment variable {variable} (database.password.env)"
+            else:
+                password = f"the password from {variable} (database.password.env) or the Airflow connection"
             return TidemarkError(
-                f"{doing} {where}: {detail}. Check the user and the password (environment variable named by "
-                "database.password.env, or the Airflow connection) and its grants: REPLICATION SLAVE, REPLICATION "
-                "CLIENT, SELECT"
+                f"{doing} {where}: {detail}. Check the user, {password}, and the user's grants: REPLICATION "
+                "SLAVE, REPLICATION CLIENT, SELECT"
             )
         return SourceConnectionLost(f"{doing} {where}: {detail}")
 

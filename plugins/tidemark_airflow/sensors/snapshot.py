@@ -51,6 +51,10 @@ class SnapshotReleasedSensor(BaseSensorOperator):
     def execute(self, context: Any) -> Any:
         if not self.deferrable:
             return super().execute(context)
+        config_file, _, _ = self._config_file()
+        where, snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
+        if where == "finished":  # no deferral for what is done (see triggers/polling.py)
+            return self.execute_complete(context, {"status": "released", "snapshot": snap})
         self._wait(reruns=0)
 
     def _wait(self, reruns: int) -> None:
@@ -65,7 +69,7 @@ class SnapshotReleasedSensor(BaseSensorOperator):
         )
 
     def poke(self, context: Any) -> bool:
-        config_file, _ = self._config_file()
+        config_file, _, _ = self._config_file()
         where, _snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
         return where == "finished"
 

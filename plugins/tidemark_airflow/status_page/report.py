@@ -68,6 +68,10 @@ def connector_report(config: ConnectorConfig, file: str) -> dict[str, Any]:
             (doc.get("streamer") or {}).get("snapshots") if health["state"] == "running" else None,
             config.get("airflow.snapshot.stall.seconds"),
         ),
+        "refused_signals": [
+            {**f, "at": _utc(f["at_ms"] / 1000) if f.get("at_ms") else None}
+            for f in reversed((doc.get("snapshots") or {}).get("failed_signals", []))
+        ],
         "delta_tables": _delta(config),
         "alerts": recent_alerts(config.state_directory(), ALERTS_SHOWN),
     }

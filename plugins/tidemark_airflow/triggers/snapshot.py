@@ -17,7 +17,7 @@ from airflow.triggers.base import TriggerEvent
 
 from cdc_core.snapshot.health import DEFAULT_STALL_SECONDS, live_entry, snapshot_health
 from tidemark_airflow.hooks import state
-from tidemark_airflow.triggers.polling import StatePollingTrigger
+from tidemark_airflow.triggers.polling import SETTLE_SECONDS, StatePollingTrigger
 
 
 class SnapshotReleasedTrigger(StatePollingTrigger):
@@ -28,6 +28,7 @@ class SnapshotReleasedTrigger(StatePollingTrigger):
         timeout_seconds: float,
         poll_seconds: float = 2.0,
         stall_seconds: float = DEFAULT_STALL_SECONDS,
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> None:
         super().__init__(
             config_file=config_file,
@@ -35,10 +36,12 @@ class SnapshotReleasedTrigger(StatePollingTrigger):
             timeout_seconds=timeout_seconds,
             poll_seconds=poll_seconds,
             stall_seconds=stall_seconds,
+            settle_seconds=settle_seconds,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        deadline = time.monotonic() + self.timeout_seconds
+        started = time.monotonic()
+        deadline = started + self.timeout_seconds
         last: dict[str, Any] | None = None
         while True:
             try:
@@ -46,39 +49,38 @@ class SnapshotReleasedTrigger(StatePollingTrigger):
             except (
                 Exception
             ) as exc:  # a state the trigger cannot read is the task's failure, not the triggerer's
-                yield TriggerEvent({"status": "error", "signal_id": self.signal_id, "message": str(exc)})
-                return
-            where, snap = state.snapshot_progress(doc, self.signal_id)
-            if where == "finished":
-                yield TriggerEvent({"status": "released", "signal_id": self.signal_id, "snapshot": snap})
-                return
-            if snap is not None and snap != last:
-                self.log.info("snapshot %s: %s", self.signal_id, describe(snap))
-                last = snap
-            if snap is not None:
-                live = live_entry((doc.get("streamer") or {}).get("snapshots"), snap)
-                health = snapshot_health(snap, live, self.stall_seconds)
-                if health["state"] == "stalled":
-                    yield TriggerEvent(
-                        {
-                            "status": "stalled",
-                            "signal_id": self.signal_id,
-                            "snapshot": snap,
-                            "message": health["problem"],
-                        }
-                    )
-                    return
-            if time.monotonic() > deadline:
-                yield TriggerEvent(
-                    {
-                        "status": "timeout",
-                        "signal_id": self.signal_id,
-                        "message": f"snapshot of signal {self.signal_id} not released after "
-                        f"{self.timeout_seconds:.0f}s ({'not started: is the streamer running?' if snap is None else describe(snap)})",
-                    }
-                )
+                event = {"status": "error", "message": str(exc)}
+            else:
+                where, snap = state.snapshot_progress(doc, self.signal_id)
+                if snap is not None and snap != last and where != "finished":
+                    self.log.info("snapshot %s: %s", self.signal_id, describe(snap))
+                    last = snap
+                event = self._outcome(doc, where, snap, time.monotonic() > deadline)
+            if event is not None:
+                await self.settled(started)
+                yield TriggerEvent({"signal_id": self.signal_id, **event})
                 return
             await asyncio.sleep(self.poll_seconds)
+
+    def _outcome(
+        self, doc: dict[str, Any], where: str, snap: dict[str, Any] | None, past_deadline: bool
+    ) -> dict[str, Any] | None:
+        """The event to fire for this state of the connector, or None to wait on."""
+        if where == "finished":
+            return {"status": "released", "snapshot": snap}
+        if snap is not None:
+            live = live_entry((doc.get("streamer") or {}).get("snapshots"), snap)
+            health = snapshot_health(snap, live, self.stall_seconds)
+            if health["state"] == "stalled":
+                return {"status": "stalled", "snapshot": snap, "message": health["problem"]}
+        if past_deadline:
+            progress = "not started: is the streamer running?" if snap is None else describe(snap)
+            return {
+                "status": "timeout",
+                "message": f"snapshot of signal {self.signal_id} not released after "
+                f"{self.timeout_seconds:.0f}s ({progress})",
+            }
+        return None
 
 
 def describe(snap: dict[str, Any]) -> str:

@@ -10,22 +10,29 @@ from collections.abc import AsyncIterator
 from airflow.triggers.base import TriggerEvent
 
 from tidemark_airflow.hooks import state
-from tidemark_airflow.triggers.polling import StatePollingTrigger
+from tidemark_airflow.triggers.polling import SETTLE_SECONDS, StatePollingTrigger
 
 
 class StreamerHealthTrigger(StatePollingTrigger):
     def __init__(
-        self, config_file: str, max_lag_seconds: float, timeout_seconds: float, poll_seconds: float = 2.0
+        self,
+        config_file: str,
+        max_lag_seconds: float,
+        timeout_seconds: float,
+        poll_seconds: float = 2.0,
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> None:
         super().__init__(
             config_file=config_file,
             max_lag_seconds=max_lag_seconds,
             timeout_seconds=timeout_seconds,
             poll_seconds=poll_seconds,
+            settle_seconds=settle_seconds,
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        deadline = time.monotonic() + self.timeout_seconds
+        started = time.monotonic()
+        deadline = started + self.timeout_seconds
         while True:
             try:
                 doc = await asyncio.to_thread(state.status_of_file, self.config_file)
@@ -33,6 +40,7 @@ class StreamerHealthTrigger(StatePollingTrigger):
             except Exception as exc:
                 health = {"healthy": False, "problems": [f"cannot read the streamer's state: {exc}"]}
             if health["healthy"] or time.monotonic() > deadline:
+                await self.settled(started)
                 yield TriggerEvent(health)
                 return
             await asyncio.sleep(self.poll_seconds)

@@ -45,7 +45,7 @@ FIELDS = [
     field("int32", "counter"),
     field("string", "name"),
     field("string", "city"),
-    field("float64", "amount"),
+    field("double", "amount"),
     field("int64", "seen", logical="io.debezium.time.Timestamp", version=1),
     field("int16", "flag"),
     field("string", "note"),

@@ -40,11 +40,14 @@ class OpenTransaction:
         return OrderKey(self.epoch, self.rank, self.total)
 
 
+# As Debezium's SchemaFactory builds them (versions, the item struct's name), in Kafka's
+# JsonConverter key order.
 TRANSACTION_KEY_SCHEMA = {
     "type": "struct",
     "fields": [{"type": "string", "optional": False, "field": "id"}],
     "optional": False,
     "name": "io.debezium.connector.common.TransactionMetadataKey",
+    "version": 1,
 }
 
 TRANSACTION_VALUE_SCHEMA = {
@@ -61,7 +64,9 @@ TRANSACTION_VALUE_SCHEMA = {
                     {"type": "string", "optional": False, "field": "data_collection"},
                     {"type": "int64", "optional": False, "field": "event_count"},
                 ],
-                "optional": False,
+                "optional": True,
+                "name": "event.collection",
+                "version": 1,
             },
             "optional": True,
             "field": "data_collections",
@@ -70,6 +75,7 @@ TRANSACTION_VALUE_SCHEMA = {
     ],
     "optional": False,
     "name": "io.debezium.connector.common.TransactionMetadataValue",
+    "version": 1,
 }
 
 

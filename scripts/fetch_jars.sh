@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # Fetches the JVM artifacts named in jvm/pom.xml from Maven Central into the ignored
-# .jars/ folder: .jars/spark (Delta, Spark's Kafka source, MariaDB JDBC) and
-# .jars/kafka (the Kafka broker). Idempotent: skipped when the pom is unchanged.
+# .jars/ folder: .jars/spark (Delta, Spark's Kafka source, MariaDB JDBC), .jars/kafka (the
+# Kafka broker) and .jars/debezium (Debezium's embedded engine and connectors), and
+# compiles the parity test's recorder (jvm/recorder/) into .jars/recorder. Idempotent:
+# skipped when neither the pom nor the recorder changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=.jars/.fetched
-want=$(sha256sum jvm/pom.xml | cut -d' ' -f1)
+want=$(cat jvm/pom.xml jvm/recorder/*.java | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
 command -v mvn >/dev/null || { echo "fetch_jars: mvn not found (scripts/install_system.sh installs Maven)" >&2; exit 1; }
+command -v javac >/dev/null || { echo "fetch_jars: javac not found (scripts/install_system.sh installs a JDK)" >&2; exit 1; }
 
 mkdir -p .jars
 log=.jars/maven.log
 : > "$log"
-for profile in spark kafka-broker; do
+for profile in spark kafka-broker debezium; do
   dest=.jars/${profile%-broker}
   rm -rf "$dest"
   if ! mvn -q -B -Dstyle.color=never -f jvm/pom.xml -P "$profile" dependency:copy-dependencies \
@@ -25,5 +28,11 @@ for profile in spark kafka-broker; do
     exit 1
   fi
 done
+rm -rf .jars/recorder
+if ! javac -nowarn -d .jars/recorder -cp ".jars/debezium/*" jvm/recorder/*.java >>"$log" 2>&1; then
+  tail -30 "$log" >&2
+  echo "fetch_jars: the recorder (jvm/recorder/) did not compile (full log: $log)" >&2
+  exit 1
+fi
 echo "$want" > "$stamp"
-echo "fetch_jars: $(ls .jars/spark | wc -l) Spark jars, $(ls .jars/kafka | wc -l) Kafka broker jars in .jars/"
+echo "fetch_jars: $(ls .jars/spark | wc -l) Spark jars, $(ls .jars/kafka | wc -l) Kafka broker jars, $(ls .jars/debezium | wc -l) Debezium jars in .jars/"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system packages Tidemark's local stack needs, from Debian's packages:
-# MariaDB (server and client tools, incl. mariadb-binlog), a Java 17+ runtime, Maven, and
+# MariaDB (server and client tools, incl. mariadb-binlog), a Java 17+ JDK, Maven, and
 # Chromium (headless, for the tests that load the status page in a real browser).
 # Idempotent: installs only what is missing, and never starts a service (the project
 # starts its own MariaDB on loopback with its own data folder; see scripts/services.py).
@@ -13,6 +13,7 @@ have mariadbd || missing+=(mariadb-server)
 have mariadb || missing+=(mariadb-client)
 have mariadb-binlog || missing+=(mariadb-client)
 have java || missing+=(openjdk-17-jre-headless)
+have javac || missing+=(openjdk-17-jdk-headless)  # compiles the parity test's recorder (jvm/recorder/)
 have mvn || missing+=(maven)
 have chromium || missing+=(chromium)
 have chromedriver || missing+=(chromium-driver)

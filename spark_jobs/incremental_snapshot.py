@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
             read_with = "python"
         results: list[dict[str, Any]] = []
         python_windows: list[dict[str, Any]] = []
-        shaping = Shaping(config)
+        shaping = Shaping(config, server.flavor(driver.conn))
         lakehouse = action.release == "lakehouse"
         for table, group in groupby(todo, key=lambda w: w["table"]):
             table_windows = list(group)

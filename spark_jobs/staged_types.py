@@ -127,7 +127,14 @@ def jdbc_column(column: TableColumn, mapping: ColumnMapping) -> Column | None:
     source = F.col(f"`{column.name}`")
     if kind == "TIME":
         micros = time_micros(source)
-        value = micros if name == "io.debezium.time.MicroTime" else F.floor(micros / 1000)
+        if name == "io.debezium.time.MicroTime":
+            value = micros
+        elif name == "io.debezium.time.NanoTime":
+            value = micros * 1000
+        elif name in ("io.debezium.time.Time", "org.apache.kafka.connect.data.Time"):
+            value = F.floor(micros / 1000)
+        else:
+            return None  # IsoTime: text the Python reader makes
     elif kind == "BIT":
         width = column.length or 1
         value = source != 0 if width == 1 else _little_endian(source, (width + 7) // 8)

@@ -212,8 +212,9 @@ COMMON_PROPERTIES: list[Property] = [
         "event.processing.failure.handling.mode",
         "enum",
         default="fail",
-        choices=("fail", "warn", "skip"),
-        description="An event that cannot be decoded stops the streamer (fail) or is logged and skipped.",
+        choices=("fail", "warn", "skip", "ignore"),
+        description="An event that cannot be decoded stops the streamer (fail), is logged and skipped (warn), or "
+        "is skipped (skip; `ignore`, Debezium's transitional name, is the same).",
     ),
     Property(
         "schema.history.internal.skip.unparseable.ddl",

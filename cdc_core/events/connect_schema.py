@@ -35,8 +35,17 @@ def field(
     return schema
 
 
-def struct(name: str, fields: list[Schema], optional: bool = False, field_name: str | None = None) -> Schema:
+def struct(
+    name: str,
+    fields: list[Schema],
+    optional: bool = False,
+    field_name: str | None = None,
+    version: int | None = None,
+) -> Schema:
+    """A struct schema, its keys in the order Kafka's JsonConverter writes them."""
     schema: Schema = {"type": "struct", "fields": fields, "optional": optional, "name": name}
+    if version is not None:
+        schema["version"] = version
     if field_name:
         schema["field"] = field_name
     return schema
@@ -54,16 +63,14 @@ def transaction_block_schema(ordered: bool = True) -> Schema:
             field("int64", "transaction_epoch", optional=False),
             field("int64", "transaction_rank", optional=False),
         ]
-    schema = struct("event.block", fields, optional=True, field_name="transaction")
-    schema["version"] = 1
-    return schema
+    return struct("event.block", fields, optional=True, field_name="transaction", version=1)
 
 
 def envelope_schema(topic: str, row: Schema, source: Schema, ordered: bool = True) -> Schema:
     """`<topic>.Envelope`: before/after rows, source, transaction, op and timestamps."""
     before = {**row, "optional": True, "field": "before"}
     after = {**row, "optional": True, "field": "after"}
-    schema = struct(
+    return struct(
         f"{topic}.Envelope",
         [
             before,
@@ -75,9 +82,8 @@ def envelope_schema(topic: str, row: Schema, source: Schema, ordered: bool = Tru
             field("int64", "ts_us"),
             field("int64", "ts_ns"),
         ],
+        version=2,
     )
-    schema["version"] = 2
-    return schema
 
 
 def row_schema(topic: str, fields: list[Schema]) -> Schema:

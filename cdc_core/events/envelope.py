@@ -23,6 +23,12 @@ OPS = (OP_CREATE, OP_UPDATE, OP_DELETE, OP_READ, OP_TRUNCATE)
 
 NEWKEY_HEADER = "__debezium.newkey"
 OLDKEY_HEADER = "__debezium.oldkey"
+CONTEXT_HEADERS = (
+    "__debezium.context.connectorLogicalName",
+    "__debezium.context.taskId",
+    "__debezium.context.connectorName",
+    "__debezium.context.runId",
+)
 
 
 @dataclass(slots=True)

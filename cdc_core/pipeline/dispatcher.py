@@ -12,6 +12,7 @@ keeps its order key.
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ import orjson
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.events import connect_schema
 from cdc_core.events.envelope import (
+    CONTEXT_HEADERS,
     NEWKEY_HEADER,
     OLDKEY_HEADER,
     OP_CREATE,
@@ -112,6 +114,18 @@ class Dispatcher:
         self.transaction_topic = f"{self.prefix}.{config.get('topic.transaction')}"
         self.key_serializer = EventSerializer(config.get("key.converter.schemas.enable"))
         self.value_serializer = EventSerializer(config.get("value.converter.schemas.enable"))
+        # Debezium's context headers, on every change event and tombstone: the logical name,
+        # the task, the connector (`mariadb`/`mysql`) and this run's id.
+        text = orjson.dumps({"type": "string", "optional": False})
+        self.context_headers = tuple(
+            (name, self.key_serializer.wrap(text, value))
+            for name, value in (
+                (CONTEXT_HEADERS[0], self.prefix),
+                (CONTEXT_HEADERS[1], "0"),
+                (CONTEXT_HEADERS[2], source.connector_name),
+                (CONTEXT_HEADERS[3], str(uuid.uuid4())),
+            )
+        )
         self._txn_key_schema = orjson.dumps(TRANSACTION_KEY_SCHEMA)
         self._txn_value_schema = orjson.dumps(TRANSACTION_VALUE_SCHEMA)
         self._shapers: dict[int, _ShaperEntry] = {}
@@ -251,20 +265,18 @@ class Dispatcher:
             delete, create = events
             old_key = self.key_serializer.wrap(entry.key_schema, delete.key)
             new_key = self.key_serializer.wrap(entry.key_schema, create.key)
-            records.append(
-                Record(delete.topic, old_key, self._value(entry, delete), ((NEWKEY_HEADER, new_key),))
-            )
+            deleted = ((NEWKEY_HEADER, new_key), *self.context_headers)
+            records.append(Record(delete.topic, old_key, self._value(entry, delete), deleted))
             if self.tombstones:
-                records.append(Record(delete.topic, old_key, None, ((NEWKEY_HEADER, new_key),)))
-            records.append(
-                Record(create.topic, new_key, self._value(entry, create), ((OLDKEY_HEADER, old_key),))
-            )
+                records.append(Record(delete.topic, old_key, None, deleted))
+            created = ((OLDKEY_HEADER, old_key), *self.context_headers)
+            records.append(Record(create.topic, new_key, self._value(entry, create), created))
         else:
             event = events[0]
             key = None if event.key is None else self.key_serializer.wrap(entry.key_schema, event.key)
-            records.append(Record(event.topic, key, self._value(entry, event)))
+            records.append(Record(event.topic, key, self._value(entry, event), self.context_headers))
             if event.op == OP_DELETE and self.tombstones and key is not None:
-                records.append(Record(event.topic, key, None))
+                records.append(Record(event.topic, key, None, self.context_headers))
         self.stats.events += len(events)
         self.stats.per_table[str(schema.id)] += len(events)
         self._emit(self._with_begin(records), self._row_offset(), out)

@@ -55,6 +55,8 @@ class Column:
     auto_increment: bool = False
     generated: bool = False
     comment: str | None = None
+    # The DEFAULT is an expression (`CURRENT_TIMESTAMP`, `uuid()`, `(a + 1)`), not a literal.
+    default_expression: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """Only the fields that differ from their defaults, so histories stay small."""

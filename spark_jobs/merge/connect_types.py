@@ -27,7 +27,9 @@ _PRIMITIVE: dict[str, T.DataType] = {
     "int16": T.ShortType(),
     "int32": T.IntegerType(),
     "int64": T.LongType(),
-    "float32": T.FloatType(),
+    "float": T.FloatType(),  # Kafka Connect's names, as Debezium and JsonConverter write them
+    "double": T.DoubleType(),
+    "float32": T.FloatType(),  # as Tidemark wrote them before (logs of older streamers)
     "float64": T.DoubleType(),
     "boolean": T.BooleanType(),
     "string": T.StringType(),
@@ -41,6 +43,8 @@ _MICROS = {"io.debezium.time.MicroTimestamp"}
 _NANOS = {"io.debezium.time.NanoTimestamp"}
 _DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
+# time.precision.mode=isostring: ISO 8601 text, a DATE as `2024-02-29Z`, a DATETIME as `...T...Z`.
+ISO_DATE, ISO_TIMESTAMP = "io.debezium.time.IsoDate", "io.debezium.time.IsoTimestamp"
 # Spark's decimals hold at most 38 digits; wider ones stay text (exact, not a double).
 _MAX_PRECISION = 38
 
@@ -65,9 +69,9 @@ def decimal_shape(field: dict[str, Any]) -> tuple[int, int]:
 def delta_type(field: dict[str, Any]) -> T.DataType:
     """The column's type in Delta."""
     name, kind = field.get("name"), field["type"]
-    if name in _DATES:
+    if name in _DATES or name == ISO_DATE:
         return T.DateType()
-    if name in MILLIS | _MICROS | _NANOS:
+    if name in MILLIS | _MICROS | _NANOS or name == ISO_TIMESTAMP:
         return T.TimestampNTZType()
     if name == "io.debezium.time.ZonedTimestamp":
         return T.TimestampType()
@@ -84,6 +88,10 @@ def convert(column: Column, field: dict[str, Any]) -> Column:
     name, kind = field.get("name"), field["type"]
     if name in _DATES:
         return F.date_add(F.lit("1970-01-01").cast("date"), column)
+    if name == ISO_DATE:
+        return F.to_date(F.substring(column, 1, 10))
+    if name == ISO_TIMESTAMP:  # a wall-clock time written as if UTC (the session runs in UTC)
+        return F.to_timestamp(column).cast(T.TimestampNTZType())
     if name in MILLIS:
         return F.timestamp_millis(column).cast(T.TimestampNTZType())  # the session runs in UTC
     if name in _MICROS:
@@ -111,6 +119,10 @@ def delta_value(field: dict[str, Any]) -> Any:
     name, kind = field.get("name"), field["type"]
     if name in _DATES:
         return lambda v: _EPOCH_DATE + dt.timedelta(days=v)
+    if name == ISO_DATE:
+        return lambda v: dt.date.fromisoformat(v[:10])
+    if name == ISO_TIMESTAMP:
+        return lambda v: dt.datetime.fromisoformat(v).replace(tzinfo=None)
     if name in MILLIS:
         return lambda v: _EPOCH + dt.timedelta(milliseconds=v)
     if name in _MICROS:

@@ -8,7 +8,7 @@ import pytest
 
 from cdc_core.config.connector_config import load_config
 from cdc_core.connectors.mysql.connector import PROPERTIES
-from cdc_core.connectors.mysql.source_info import SOURCE_SCHEMA
+from cdc_core.connectors.mysql.source_info import source_schema
 from cdc_core.connectors.mysql.types import TypeModes, map_column
 from cdc_core.events.envelope import NEWKEY_HEADER, OLDKEY_HEADER
 from cdc_core.pipeline.ack_tracker import AckTracker
@@ -42,7 +42,7 @@ class FakeSource:
         return Mapper()
 
     def source_schema(self):
-        return SOURCE_SCHEMA
+        return source_schema("mysql")
 
 
 def config(tmp_path, extra: str = ""):
@@ -68,13 +68,15 @@ def transaction(rank: int, *rows):
     ]
 
 
-def decoded(records):
+def decoded(records, context=False):
+    """(topic, key, value, headers) of each record; Debezium's context headers (on every
+    change event, tested apart) only with `context`."""
     return [
         (
             r.topic,
             orjson.loads(r.key) if r.key else None,
             orjson.loads(r.value) if r.value else None,
-            dict(r.headers),
+            {k: v for k, v in r.headers if context or not k.startswith("__debezium.context.")},
         )
         for r, _ in records
     ]
@@ -120,14 +122,26 @@ def test_multi_table_transaction_numbering_and_begin_end(tmp_path):
 
 def test_primary_key_change_is_delete_tombstone_create_with_headers(tmp_path):
     d = Dispatcher(config(tmp_path), FakeSource(), AckTracker())
-    out = decoded(d.process(transaction(3, row(CUSTOMERS, "u", before=(1, "a", "A"), after=(2, "a", "A")))))
+    out = decoded(
+        d.process(transaction(3, row(CUSTOMERS, "u", before=(1, "a", "A"), after=(2, "a", "A")))),
+        context=True,
+    )
     rows = [o for o in out if o[0] == "srv.shop.customers"]
     assert [(k, v and v["op"]) for _, k, v, _ in rows] == [
         ({"id": 1}, "d"),
         ({"id": 1}, None),
         ({"id": 2}, "c"),
     ]
-    assert rows[0][3] == {NEWKEY_HEADER: b'{"id":2}'} and rows[2][3] == {OLDKEY_HEADER: b'{"id":1}'}
+    context = {
+        "__debezium.context.connectorLogicalName": b'"srv"',
+        "__debezium.context.taskId": b'"0"',
+        "__debezium.context.connectorName": b'"mysql"',
+    }
+    run_id = rows[0][3]["__debezium.context.runId"]
+    assert len(orjson.loads(run_id)) == 36  # a UUID per streamer run, as Debezium's
+    assert rows[0][3] == {NEWKEY_HEADER: b'{"id":2}', **context, "__debezium.context.runId": run_id}
+    assert rows[1][3] == rows[0][3]  # the tombstone carries the delete's headers
+    assert rows[2][3] == {OLDKEY_HEADER: b'{"id":1}', **context, "__debezium.context.runId": run_id}
     assert [v["transaction"]["total_order"] for _, _, v, _ in rows if v] == [1, 2]
 
 

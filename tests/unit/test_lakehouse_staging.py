@@ -53,7 +53,7 @@ LANDED = (
     1, -5, -1, 1.5, decimal.Decimal("9" * 28 + "." + "9" * 10), "-0." + "0" * 29 + "1",
     dt.datetime(1000, 1, 1, 0, 0, 0, 1000), dt.datetime(1970, 1, 1),
     dt.datetime(2038, 1, 19, 3, 14, 7, 999999, tzinfo=dt.UTC), dt.date(1969, 12, 31), -1, 0, "x,y", True,
-    b"\x01\x02", b"\x00", '{"wkb":"AQEAAAAAAAAAAADwPwAAAAAAAABA","srid":4326}', "****",
+    b"\x01\x02", b"\x00", '{"x":1.0,"y":2.0,"wkb":"AQEAAAAAAAAAAADwPwAAAAAAAABA","srid":4326}', "****",
 )  # fmt: skip
 
 

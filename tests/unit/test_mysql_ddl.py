@@ -104,15 +104,15 @@ def test_defaults():
         "CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3), d INT DEFAULT NULL, e INT, f JSON DEFAULT (JSON_ARRAY()), "
         "g BIT(3) DEFAULT b'101')"
     )
-    got = {c.name: (c.has_default, c.default) for c in schema.columns}
+    got = {c.name: (c.has_default, c.default, c.default_expression) for c in schema.columns}
     assert got == {
-        "a": (True, "-1"),
-        "b": (True, "x'y"),
-        "c": (True, "CURRENT_TIMESTAMP(3)"),
-        "d": (True, None),
-        "e": (False, None),
-        "f": (True, "JSON_ARRAY()"),
-        "g": (True, "b'101'"),
+        "a": (True, "-1", False),
+        "b": (True, "x'y", False),
+        "c": (True, "CURRENT_TIMESTAMP(3)", True),
+        "d": (True, None, False),
+        "e": (False, None, False),
+        "f": (True, "JSON_ARRAY()", True),
+        "g": (True, "b'101'", False),
     }
     assert schema.column("c").length == 3
 

@@ -34,8 +34,8 @@ def schema(column: Column, modes: TypeModes = DEFAULT):
         (Column("a", "INT", unsigned=True), 4000000000, 4000000000, "int64"),
         (Column("a", "BIGINT"), -(2**63), -(2**63), "int64"),
         (Column("a", "BIGINT", unsigned=True), 2**64 - 1, -1, "int64"),  # long mode wraps, as Debezium
-        (Column("a", "FLOAT"), 1.100000023841858, 1.1, "float32"),
-        (Column("a", "DOUBLE"), 2.2, 2.2, "float64"),
+        (Column("a", "FLOAT"), 1.100000023841858, 1.1, "float"),
+        (Column("a", "DOUBLE"), 2.2, 2.2, "double"),
         (Column("a", "YEAR"), 2024, 2024, "int32"),
         (Column("a", "BIT", length=1), "1", True, "boolean"),
         (Column("a", "VARCHAR", length=20, charset="utf8mb4"), "ünï😀", "ünï😀", "string"),
@@ -161,9 +161,13 @@ def test_binary_modes():
 def test_bits_geometry_uuid_inet():
     bits = conv(Column("b", "BIT", length=10), "1000000001")
     assert base64.b64decode(bits) == (513).to_bytes(2, "little")
-    point = b"\x00\x00\x00\x00\x01\x01\x00\x00\x00" + b"\x00" * 7 + b"\xf0?" + b"\x00" * 7 + b"@"
+    point = b"\x00\x00\x00\x00\x01\x01\x00\x00\x00" + struct.pack("<dd", 1.0, 2.0)
     geometry = conv(Column("g", "POINT"), point)
-    assert geometry["srid"] is None and base64.b64decode(geometry["wkb"])[:1] == b"\x01"
+    assert (geometry["x"], geometry["y"], geometry["srid"]) == (1.0, 2.0, None)  # Debezium's Point
+    assert base64.b64decode(geometry["wkb"])[:1] == b"\x01"
+    assert schema(Column("g", "POINT"))["name"] == "io.debezium.data.geometry.Point"
+    line = conv(Column("g", "LINESTRING"), b"\xe6\x10\x00\x00" + bytes.fromhex("010200000000000000"))
+    assert line == {"wkb": "AQIAAAAAAAAA", "srid": 4326}
     raw_uuid = bytes.fromhex("123e4567e89b12d3a456426614174000")
     assert conv(Column("u", "UUID"), raw_uuid) == "123e4567-e89b-12d3-a456-426614174000"
     assert conv(Column("i", "INET6"), b"\x00" * 15 + b"\x01") == "::1"
@@ -172,3 +176,70 @@ def test_bits_geometry_uuid_inet():
 def test_unknown_type_names_the_column_and_the_way_out():
     with pytest.raises(UnsupportedTypeError, match="column v: type VECTOR has no event mapping; exclude"):
         map_column(Column("v", "VECTOR"), DEFAULT)
+
+
+def test_isostring_time_is_null_outside_a_day():
+    modes = TypeModes(time_precision="isostring")
+    assert (
+        conv(Column("t", "TIME", length=3), dt.timedelta(hours=12, microseconds=250000), modes)
+        == "12:00:00.25Z"
+    )
+    assert conv(Column("t", "TIME"), -dt.timedelta(seconds=1), modes) is None
+    assert conv(Column("t", "TIME"), dt.timedelta(hours=24), modes) is None
+
+
+def _defaulted(type_name: str, text: str, expression: bool = False, **kw) -> Column:
+    return Column("c", type_name, default=text, has_default=True, default_expression=expression, **kw)
+
+
+@pytest.mark.parametrize(
+    ("column", "expected"),
+    [
+        (_defaulted("INT", "7", nullable=False), 7),
+        (_defaulted("TINYINT", "TRUE", expression=True), 1),
+        (_defaulted("FLOAT", "1.1"), 1.1),
+        (_defaulted("DECIMAL", "12.5", length=10, scale=2), "BOI="),  # 12.50, unscaled 1250
+        (_defaulted("BIT", "b'101'", length=5), "BQ=="),
+        (_defaulted("BIT", "1", length=1), True),
+        (_defaulted("DATE", "2020-02-29"), 18321),
+        (_defaulted("DATE", "0000-00-00", nullable=False), 0),  # a zero date: the epoch when NOT NULL
+        (_defaulted("DATE", "0000-00-00"), None),  # ... and no default when nullable
+        (_defaulted("DATETIME", "2001-02-03 04:05:06.789", length=3), 981173106789),
+        (_defaulted("DATETIME", "current_timestamp()", expression=True), 0),  # the current time: the epoch
+        (
+            _defaulted("TIMESTAMP", "CURRENT_TIMESTAMP", expression=True, nullable=False),
+            "1970-01-01T00:00:00Z",
+        ),
+        (_defaulted("TIMESTAMP", "CURRENT_TIMESTAMP", expression=True), None),
+        (_defaulted("TIMESTAMP", "2010-05-06 07:08:09"), "2010-05-06T07:08:09Z"),
+        (_defaulted("TIME", "-01:02:03"), -3723000000),
+        (_defaulted("SET", "x,y", enum_values=("x", "y")), "x,y"),
+        (_defaulted("BINARY", "ab", length=4), "YWIAAA=="),  # padded like the column's values
+        (_defaulted("VARCHAR", "", nullable=False), ""),
+        (_defaulted("INT", "1 + 1", expression=True), None),  # expressions give no default
+        (_defaulted("VARCHAR", "uuid()", expression=True), None),
+        (_defaulted("JSON", "{}"), None),
+        (Column("c", "INT", has_default=True, default=None), None),  # DEFAULT NULL
+    ],
+)
+def test_a_column_default_is_in_its_field_schema_in_event_form(column, expected):
+    field_schema = schema(column)
+    assert field_schema.get("default") == expected
+    assert list(field_schema)[-1] == "field"  # JsonConverter's key order
+
+
+def test_a_not_null_column_gives_its_default_for_a_zero_date():
+    column = _defaulted("DATETIME", "2001-02-03 04:05:06", nullable=False)
+    assert conv(column, None) == 981173106000  # the decoder gives a zero date as None
+    assert conv(column, dt.datetime(2020, 1, 1)) == 1577836800000
+
+
+def test_each_server_has_debeziums_identity_for_it():
+    """Debezium 3 has a MySQL and a MariaDB connector; the parity test runs the MariaDB one
+    (no MySQL server can run here), this pins the MySQL side."""
+    from cdc_core.connectors.mysql.source_info import source_schema
+
+    assert source_schema("mysql")["name"] == "io.debezium.connector.mysql.Source"
+    assert source_schema("mariadb")["name"] == "io.debezium.connector.mariadb.Source"
+    assert schema(Column("j", "JSON"))["name"] == "io.debezium.data.Json"
+    assert "name" not in schema(Column("j", "JSON"), TypeModes(flavor="mariadb"))  # MariaDB's JSON is text

@@ -205,7 +205,9 @@ def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: 
 
 
 def _start(event: Any) -> int:
-    return event.packet.log_pos - event.event_size
+    """Where the event starts in its binlog file: the next event's position minus the
+    event's whole size (header and checksum included)."""
+    return event.packet.log_pos - event.packet.event_size
 
 
 def _rows(

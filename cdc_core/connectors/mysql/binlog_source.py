@@ -33,6 +33,7 @@ import signal
 import time
 import weakref
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection
 from typing import Any
@@ -43,7 +44,7 @@ from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.mysql import binlog_decoder as dec
 from cdc_core.connectors.mysql import ddl, server
 from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
-from cdc_core.connectors.mysql.source_info import SOURCE_SCHEMA, TIDEMARK_VERSION
+from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION, source_schema
 from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
 from cdc_core.errors import PositionLostError, SchemaMismatchError, SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE, OP_UPDATE
@@ -120,8 +121,6 @@ class PositionWatermarks:
 class BinlogSource:
     """`cdc_core.source.Source` for MySQL and MariaDB."""
 
-    connector_name = "mysql"
-
     def __init__(self, config: ConnectorConfig, history: SchemaHistory) -> None:
         self.config = config
         self.history = history
@@ -158,12 +157,19 @@ class BinlogSource:
         return MySqlTypeMapper(self.modes)
 
     def source_schema(self) -> dict[str, Any]:
-        return SOURCE_SCHEMA
+        return source_schema(self.connector_name)
+
+    @property
+    def connector_name(self) -> str:  # type: ignore[override]
+        """`mariadb` or `mysql`, as Debezium 3 names its connector for the server (known
+        once `open` has inspected it)."""
+        return self.modes.flavor
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
         ctl = self._control()
         try:
             self.info = server.inspect_server(ctl)
+            self.modes = replace(self.modes, flavor="mariadb" if self.info.mariadb else "mysql")
             if offset is None:
                 position = self._first_start(ctl)
             else:
@@ -262,7 +268,7 @@ class BinlogSource:
         except (pymysql.err.Error, TidemarkError) as exc:
             head = f"unavailable: {exc}"
         position = self.describe(offset["source"]) if offset else "none (not started)"
-        return SourceStatus("mysql", position, head, lag)
+        return SourceStatus(self.connector_name, position, head, lag)
 
     def describe(self, position: Mapping[str, Any]) -> str:
         text = f"{position.get('file')}:{position.get('pos')}"
@@ -650,7 +656,7 @@ class BinlogSource:
     ) -> dict[str, Any]:
         return {
             "version": TIDEMARK_VERSION,
-            "connector": "mysql",
+            "connector": self.connector_name,
             "name": self.name,
             "ts_ms": ts_ms,
             "snapshot": "false",

@@ -39,9 +39,16 @@ PROPERTIES: list[Property] = [
         "time.precision.mode",
         "enum",
         default="adaptive_time_microseconds",
-        choices=("adaptive_time_microseconds", "adaptive", "connect"),
-        description="Temporal types: Debezium's adaptive types keeping fractional seconds, or Connect's "
-        "millisecond types.",
+        choices=(
+            "adaptive_time_microseconds",
+            "adaptive",
+            "connect",
+            "isostring",
+            "microseconds",
+            "nanoseconds",
+        ),
+        description="Temporal types: Debezium's adaptive types keeping fractional seconds, Connect's "
+        "millisecond types, ISO 8601 text (`isostring`), or micro- or nanosecond counts for every TIME and DATETIME.",
     ),
     Property(
         "binary.handling.mode",

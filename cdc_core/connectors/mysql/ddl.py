@@ -23,7 +23,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, GEOMETRY_TYPES, INT_TYPES
+from cdc_core.connectors.mysql.spatial import GEOMETRY_TYPES
+from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, INT_TYPES
 from cdc_core.schema.model import Column, TableId, TableSchema
 
 
@@ -480,7 +481,7 @@ def _parse_column(p: _Parser, table_charset: str | None, table_collation: str | 
     is_char = base in _CHAR_TYPES
     col = _ColumnDef(Column(name, base, length, scale, unsigned, nullable, enum_values=enum_values))
     default: str | None = None
-    has_default = False
+    has_default = default_expression = False
     generated = False
     comment: str | None = None
     while True:
@@ -493,7 +494,7 @@ def _parse_column(p: _Parser, table_charset: str | None, table_collation: str | 
             nullable = True
         elif p.accept_kw("DEFAULT"):
             has_default = True
-            default = _default_value(p)
+            default, default_expression = _default_value(p)
         elif p.accept_kw("AUTO_INCREMENT"):
             auto_increment = True
         elif p.accept_seq("PRIMARY", "KEY"):
@@ -580,31 +581,34 @@ def _parse_column(p: _Parser, table_charset: str | None, table_collation: str | 
         auto_increment,
         generated,
         comment,
+        default_expression,
     )
     return col
 
 
-def _default_value(p: _Parser) -> str | None:
+def _default_value(p: _Parser) -> tuple[str | None, bool]:
+    """The DEFAULT's text and whether it is an expression (a function, a keyword such as
+    CURRENT_TIMESTAMP, a parenthesised expression) rather than a literal."""
     tok = p.next()
     if tok.kind == "string":
-        return tok.text
+        return tok.text, False
     if tok.kind == "hexbits":
-        return tok.raw
+        return tok.raw, False
     if tok.kind == "sym" and tok.text in "+-":
         nxt = p.next()
-        return tok.text + nxt.text
+        return tok.text + nxt.text, False
     if tok.kind == "sym" and tok.text == "(":
         p.i -= 1
-        return p.skip_parens()
+        return p.skip_parens(), True
     if tok.kind == "number":
-        return tok.text
+        return tok.text, False
     if tok.kind == "word":
         if tok.text.upper() == "NULL":
-            return None
+            return None, False
         text = tok.text
         if p.is_sym("("):
             text += "(" + p.skip_parens() + ")"
-        return text
+        return text, True
     raise p.error("expected a default value", tok)
 
 
@@ -962,10 +966,12 @@ def _alter_spec(p: _Parser, schema: TableSchema, affected: list[TableId]) -> Tab
         name = p.ident()
         column = _require_column(schema, name)
         if p.accept_seq("SET", "DEFAULT"):
-            value = _default_value(p)
-            return _rename_column(schema, column.name, replace(column, default=value, has_default=True))
+            value, expression = _default_value(p)
+            changed = replace(column, default=value, has_default=True, default_expression=expression)
+            return _rename_column(schema, column.name, changed)
         if p.accept_seq("DROP", "DEFAULT"):
-            return _rename_column(schema, column.name, replace(column, default=None, has_default=False))
+            changed = replace(column, default=None, has_default=False, default_expression=False)
+            return _rename_column(schema, column.name, changed)
         if p.accept_kw("SET"):
             p.expect_kw("VISIBLE", "INVISIBLE")
             return schema

@@ -57,6 +57,13 @@ def connect(params: dict[str, Any], **extra: Any) -> pymysql.Connection:
     return pymysql.connect(**params, autocommit=True, connect_timeout=10, **extra)
 
 
+def flavor(conn: pymysql.Connection) -> str:
+    """`mariadb` or `mysql`: which server this is."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT VERSION()")
+        return "mariadb" if "mariadb" in cur.fetchone()[0].lower() else "mysql"
+
+
 def inspect_server(conn: pymysql.Connection) -> ServerInfo:
     """Check the binlog settings CDC needs; raise ServerConfigError naming each problem."""
     with conn.cursor() as cur:

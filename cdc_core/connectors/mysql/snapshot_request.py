@@ -43,9 +43,9 @@ class Shaping:
     """The connector's column rules and type mapping, which give each table's staged form
     (picklable: the chunk job's Python reader builds forms on the executors)."""
 
-    def __init__(self, config: ConnectorConfig) -> None:
+    def __init__(self, config: ConnectorConfig, flavor: str) -> None:
         self.rules = ColumnRules(config)
-        self.types = MySqlTypeMapper(TypeModes.from_config(config))
+        self.types = MySqlTypeMapper(TypeModes.from_config(config, flavor))
 
     def form(self, schema: TableSchema, snapshot_key: Sequence[str]) -> StagedForm:
         return StagedForm(schema, self.rules, self.types, tuple(snapshot_key))
@@ -61,7 +61,7 @@ def requested_tables(
     )
     if problems:
         raise TidemarkError("; ".join(problems))
-    shaping = Shaping(config)
+    shaping = Shaping(config, server.flavor(conn))
     found = []
     for table in tables:
         schema = table_schema(conn, table)

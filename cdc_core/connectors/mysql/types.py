@@ -18,19 +18,27 @@ timeline supplies names and types.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import decimal
 import ipaddress
 import math
 import struct
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.mysql.column_defaults import event_default
+from cdc_core.connectors.mysql.spatial import GEOMETRY_TYPES, geometry_mapping
+from cdc_core.connectors.mysql.temporal_types import (
+    EPOCH,
+    EPOCH_DATE,
+    date_type,
+    datetime_type,
+    time_type,
+    timestamp_type,
+)
+from cdc_core.connectors.mysql.type_modes import TypeModes
 from cdc_core.errors import UnsupportedTypeError
 from cdc_core.events.connect_decimal import encode_decimal
 from cdc_core.events.connect_schema import Schema, field
@@ -38,30 +46,6 @@ from cdc_core.schema.model import Column
 from cdc_core.source import IDENTITY, ColumnMapping
 
 Converter = Callable[[Any], Any]
-
-
-EPOCH_DATE = dt.date(1970, 1, 1)
-EPOCH = dt.datetime(1970, 1, 1)
-
-
-@dataclass(frozen=True)
-class TypeModes:
-    """The Debezium handling modes (defaults as in Debezium's MySQL connector)."""
-
-    decimal: str = "precise"  # precise | string | double
-    bigint_unsigned: str = "long"  # long | precise
-    time_precision: str = "adaptive_time_microseconds"  # | adaptive | connect
-    binary: str = "bytes"  # bytes | base64 | base64-url-safe | hex
-
-    @classmethod
-    def from_config(cls, config: ConnectorConfig) -> TypeModes:
-        """The connector's modes: the streamer and the Spark chunk job map alike."""
-        return cls(
-            decimal=config.get("decimal.handling.mode"),
-            bigint_unsigned=config.get("bigint.unsigned.handling.mode"),
-            time_precision=config.get("time.precision.mode"),
-            binary=config.get("binary.handling.mode"),
-        )
 
 
 class MySqlTypeMapper:
@@ -85,16 +69,6 @@ CHAR_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"}
 # Columns whose event value is their text as stored (what truncation applies to).
 TEXT_TYPES = CHAR_TYPES | {"ENUM", "SET", "JSON"}
 BINARY_TYPES = {"BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"}
-GEOMETRY_TYPES = {
-    "GEOMETRY",
-    "POINT",
-    "LINESTRING",
-    "POLYGON",
-    "MULTIPOINT",
-    "MULTILINESTRING",
-    "MULTIPOLYGON",
-    "GEOMETRYCOLLECTION",
-}
 
 
 def map_column(column: Column, modes: TypeModes, optional: bool | None = None) -> ColumnMapping:
@@ -108,24 +82,36 @@ def map_column(column: Column, modes: TypeModes, optional: bool | None = None) -
         elif kind in BINARY_TYPES:
             builder = _binary
         elif kind in GEOMETRY_TYPES:
-            builder = _geometry
+            builder = _spatial
         else:
             raise UnsupportedTypeError(
                 f"column {column.name}: type {column.type_name} has no event mapping; exclude the column with "
                 "column.exclude.list or the table with table.exclude.list"
             )
     schema, convert = builder(column, modes, opt)
-    return ColumnMapping(schema, _null_safe(convert, column, opt), text=kind in TEXT_TYPES)
+    default = event_default(column, convert)
+    if default is not None:
+        schema = {
+            **{k: v for k, v in schema.items() if k != "field"},
+            "default": default,
+            "field": column.name,
+        }
+    return ColumnMapping(schema, _null_safe(convert, column, opt, default), text=kind in TEXT_TYPES)
 
 
-def _null_safe(convert: Converter, column: Column, optional: bool) -> Converter:
-    if convert is IDENTITY:
+def _null_safe(convert: Converter, column: Column, optional: bool, default: Any) -> Converter:
+    if convert is IDENTITY and (optional or default is None):
         return IDENTITY
     if optional:
         return lambda v: None if v is None else convert(v)
     # A NOT NULL temporal column can still yield None for MySQL's zero dates; Debezium
-    # emits the epoch then.
-    zero = convert(_ZERO.get(column.type_name.upper())) if column.type_name.upper() in _ZERO else None
+    # emits the column's default then, or the epoch.
+    if default is not None:
+        zero = default
+    else:
+        zero = convert(_ZERO.get(column.type_name.upper())) if column.type_name.upper() in _ZERO else None
+    if convert is IDENTITY:
+        return lambda v: zero if v is None else v
     return lambda v: zero if v is None else convert(v)
 
 
@@ -166,7 +152,7 @@ def _wrap_signed64(v: Any) -> int:
 
 
 def _float(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    return field("float32", column.name, opt), _float32
+    return field("float", column.name, opt), _float32
 
 
 def _float32(v: float) -> float:
@@ -189,7 +175,7 @@ _FLOAT32 = struct.Struct("<f")
 
 
 def _double(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    return field("float64", column.name, opt), IDENTITY
+    return field("double", column.name, opt), IDENTITY
 
 
 def _decimal_schema(name: str, opt: bool, scale: int, precision: int) -> Schema:
@@ -209,7 +195,7 @@ def _decimal(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Conve
     if modes.decimal == "string":
         return field("string", column.name, opt), lambda v: format(decimal.Decimal(v), "f")
     if modes.decimal == "double":
-        return field("float64", column.name, opt), float
+        return field("double", column.name, opt), float
     return _decimal_schema(column.name, opt, scale, precision), lambda v: encode_decimal(
         decimal.Decimal(v), scale
     )
@@ -245,88 +231,6 @@ def _year(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converte
     return field(
         "int32", column.name, opt, logical="io.debezium.time.Year", version=1
     ), lambda v: 0 if int(v) == 1900 else int(v)
-
-
-# ----------------------------------------------------------------------------- time
-
-
-def _date(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    logical = (
-        "org.apache.kafka.connect.data.Date" if modes.time_precision == "connect" else "io.debezium.time.Date"
-    )
-    return field("int32", column.name, opt, logical=logical, version=1), lambda v: (v - EPOCH_DATE).days
-
-
-def _micros_of_day(v: dt.timedelta | str) -> int:
-    if isinstance(v, str):
-        return _parse_time(v)
-    return (v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds
-
-
-def _parse_time(text: str) -> int:
-    """MySQL's text form of TIME (`-838:59:59.000000` to `838:59:59.000000`), as Spark's
-    JDBC reader stages it, in microseconds."""
-    negative = text.startswith("-")
-    clock, _, fraction = text.lstrip("-").partition(".")
-    hours, minutes, seconds = (int(p) for p in clock.split(":"))
-    micros = ((hours * 60 + minutes) * 60 + seconds) * 1_000_000 + int((fraction or "0").ljust(6, "0")[:6])
-    return -micros if negative else micros
-
-
-def _time(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    fsp = column.length or 0
-    if modes.time_precision == "connect":
-        return (
-            field("int32", column.name, opt, logical="org.apache.kafka.connect.data.Time", version=1),
-            lambda v: _micros_of_day(v) // 1000,
-        )
-    if modes.time_precision == "adaptive" and fsp <= 3:
-        return field(
-            "int32", column.name, opt, logical="io.debezium.time.Time", version=1
-        ), lambda v: _micros_of_day(v) // 1000
-    return field("int64", column.name, opt, logical="io.debezium.time.MicroTime", version=1), _micros_of_day
-
-
-def _epoch_micros(v: dt.datetime) -> int:
-    delta = v.replace(tzinfo=None) - EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-def _datetime(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    """DATETIME has no time zone: Debezium emits its wall-clock value as if it were UTC."""
-    fsp = column.length or 0
-    if modes.time_precision == "connect":
-        return (
-            field("int64", column.name, opt, logical="org.apache.kafka.connect.data.Timestamp", version=1),
-            lambda v: _epoch_micros(v) // 1000,
-        )
-    if fsp <= 3:
-        return field(
-            "int64", column.name, opt, logical="io.debezium.time.Timestamp", version=1
-        ), lambda v: _epoch_micros(v) // 1000
-    return field(
-        "int64", column.name, opt, logical="io.debezium.time.MicroTimestamp", version=1
-    ), _epoch_micros
-
-
-def _timestamp(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    """TIMESTAMP is stored in UTC: Debezium's ZonedTimestamp, ISO 8601 with `Z`, keeping
-    as many fractional digits as the column declares."""
-    fsp = column.length or 0
-
-    def convert(v: dt.datetime) -> str:
-        text = v.strftime("%Y-%m-%dT%H:%M:%S")
-        if fsp:
-            text += "." + f"{v.microsecond:06d}"[:fsp]
-        return text + "Z"
-
-    schema = field("string", column.name, opt, logical="io.debezium.time.ZonedTimestamp", version=1)
-    if opt:
-        # The zero TIMESTAMP ('0000-00-00 00:00:00') is 0 seconds in the binlog, which the
-        # decoder gives as the epoch, an instant no TIMESTAMP holds otherwise: null, as
-        # the snapshot readers give it and as for the other zero dates (NOT NULL: the epoch).
-        return schema, lambda v: None if v.replace(tzinfo=None) == EPOCH else convert(v)
-    return schema, convert
 
 
 # ----------------------------------------------------------------------------- text, binary
@@ -387,6 +291,8 @@ def _json(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converte
             return bytes(v).decode("utf-8")
         return orjson.dumps(v, default=str).decode()
 
+    if modes.flavor == "mariadb":  # MariaDB's JSON is text: Debezium's MariaDB connector says so
+        return field("string", column.name, opt), convert
     return field("string", column.name, opt, logical="io.debezium.data.Json", version=1), convert
 
 
@@ -413,28 +319,8 @@ def _set(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter
     return schema, convert
 
 
-def _geometry(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
-    """Debezium's Geometry struct: WKB (base64 in JSON) and SRID. MySQL stores the SRID
-    as four little-endian bytes before the WKB."""
-    schema = {
-        "type": "struct",
-        "fields": [
-            {"type": "bytes", "optional": False, "field": "wkb"},
-            {"type": "int32", "optional": True, "field": "srid"},
-        ],
-        "optional": opt,
-        "name": "io.debezium.data.geometry.Geometry",
-        "version": 1,
-        "doc": "Geometry",
-        "field": column.name,
-    }
-
-    def convert(v: Any) -> dict[str, Any]:
-        raw = _as_bytes(v)
-        srid = int.from_bytes(raw[:4], "little")
-        return {"wkb": base64.b64encode(raw[4:]).decode(), "srid": srid or None}
-
-    return schema, convert
+def _spatial(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
+    return geometry_mapping(column, opt)
 
 
 def _uuid(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
@@ -458,10 +344,10 @@ _BUILDERS: dict[str, Callable[[Column, TypeModes, bool], tuple[Schema, Converter
     "DECIMAL": _decimal,
     "BIT": _bit,
     "YEAR": _year,
-    "DATE": _date,
-    "TIME": _time,
-    "DATETIME": _datetime,
-    "TIMESTAMP": _timestamp,
+    "DATE": date_type,
+    "TIME": time_type,
+    "DATETIME": datetime_type,
+    "TIMESTAMP": timestamp_type,
     "JSON": _json,
     "ENUM": _enum,
     "SET": _set,

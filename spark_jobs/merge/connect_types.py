@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import decimal
+import math
 from typing import Any
 
 import orjson
@@ -139,8 +141,38 @@ def delta_value(field: dict[str, Any]) -> Any:
     if kind == "bytes":
         return base64.b64decode
     if kind in ("struct", "array", "map"):
-        return lambda v: orjson.dumps(v).decode()  # its JSON text, compact, as Spark keeps it
+        return json_text  # its JSON text, as Spark keeps it
     return lambda v: v
+
+
+def json_text(value: Any) -> str:
+    """A nested event value as the text Spark's JSON reader keeps for it: compact, and
+    re-written by Jackson, so a double reads as Java's `Double.toString` writes it
+    (`1.0E308`, `3.0`, `0.001`), not as Python would (`1e+308`)."""
+    if isinstance(value, float):
+        return java_double(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(orjson.dumps(k).decode() + ":" + json_text(v) for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(json_text(v) for v in value) + "]"
+    return orjson.dumps(value).decode()
+
+
+def java_double(x: float) -> str:
+    """Java's `Double.toString` of a finite double (its shortest digits, which Python's
+    repr has too): plain from 10^-3 to below 10^7, else `d.dddE<n>`."""
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    sign, digit_tuple, exponent = decimal.Decimal(repr(x)).as_tuple()
+    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
+    point = len(digit_tuple) + int(exponent) - 1  # the power of ten of the first digit
+    text = "-" if sign else ""
+    if 1e-3 <= abs(x) < 1e7:
+        if point >= 0:
+            whole = digits[: point + 1].ljust(point + 1, "0")
+            return f"{text}{whole}.{digits[point + 1 :] or '0'}"
+        return f"{text}0.{'0' * (-point - 1)}{digits}"
+    return f"{text}{digits[0]}.{digits[1:] or '0'}E{point}"
 
 
 def _decimal_udf(precision: int, scale: int) -> Any:

@@ -67,7 +67,8 @@ def test_every_operation_with_transaction_metadata(tmp_path, mariadb_admin_param
     assert [e["transaction"]["data_collection_order"] for e in first] == [1, 2, 1, 3]
     assert orders[1]["transaction"]["transaction_rank"] > first[0]["transaction"]["transaction_rank"]
     source = customers[0]["source"]
-    assert source["connector"] == "mysql" and source["db"] == scratch_db and source["table"] == "customers"
+    assert source["connector"] == "mariadb"  # the server is MariaDB: Debezium 3's MariaDB connector says so
+    assert source["db"] == scratch_db and source["table"] == "customers"
     assert source["gtid"] == customers[0]["transaction"]["id"] and source["snapshot"] == "false"
     txn = payloads(c, f"{c.prefix}.transaction")
     end = next(e for e in txn if e["status"] == "END" and e["id"] == first[0]["transaction"]["id"])

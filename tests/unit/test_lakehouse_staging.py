@@ -96,3 +96,15 @@ def test_every_window_of_a_table_has_one_parquet_schema_whatever_its_values(tmp_
     assert pq.read_table(tmp_path / "full.parquet").to_pylist()[0] == dict(
         zip(form.columns, LANDED, strict=True)
     )
+
+
+def test_a_nested_value_is_staged_as_the_text_spark_keeps_for_it():
+    """Spark's JSON reader keeps a struct it reads as text re-written by Jackson: doubles as
+    Java's Double.toString, which the Python reader's staged text must equal byte for byte."""
+    from spark_jobs.merge.connect_types import json_text
+
+    point = {"x": -1e308, "y": 1e-300, "wkb": "AQ==", "srid": None}
+    assert json_text(point) == '{"x":-1.0E308,"y":1.0E-300,"wkb":"AQ==","srid":null}'
+    texts = [json_text(v) for v in (3.0, -0.0, 0.001, 9e-4, 1234567.0, 12345678.0, 1.7976931348623157e308)]
+    assert texts == ["3.0", "-0.0", "0.001", "9.0E-4", "1234567.0", "1.2345678E7", "1.7976931348623157E308"]
+    assert json_text([1, "é", [True]]) == '[1,"é",[true]]'

@@ -20,7 +20,6 @@ import pytest
 from scripts import services
 from tests.support import parity
 from tests.support.streamer import admin, stop_process, wait_for
-from tests.support.types_table import all_types_ddl, insert_all_types
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -32,41 +31,6 @@ CONFIGURATIONS = [
     {"time.precision.mode": "microseconds"},
     {"time.precision.mode": "nanoseconds", "event.processing.failure.handling.mode": "ignore"},
 ]  # fmt: skip
-TABLES = {"t", "ck", "nopk", "df"}
-# Every kind of DEFAULT the schemas carry (and the ones they cannot: expressions).
-DEFAULTS_DDL = """CREATE TABLE df (
-    id INT PRIMARY KEY, i INT NOT NULL DEFAULT 7, ineg BIGINT DEFAULT -5,
-    iu BIGINT UNSIGNED DEFAULT 18446744073709551615, bo TINYINT(1) DEFAULT TRUE, f FLOAT DEFAULT 1.1,
-    d DOUBLE DEFAULT '2.5', dec1 DECIMAL(10,2) DEFAULT 12.5, bt BIT(5) DEFAULT b'101', b1 BIT(1) DEFAULT 1,
-    y YEAR DEFAULT 2024, da DATE DEFAULT '2020-02-29', daz DATE NOT NULL DEFAULT '0000-00-00',
-    dt DATETIME(3) DEFAULT '2001-02-03 04:05:06.789', dtn DATETIME DEFAULT CURRENT_TIMESTAMP,
-    ts TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP, tsn TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    ts2 TIMESTAMP NULL DEFAULT '2010-05-06 07:08:09', tm TIME DEFAULT '-01:02:03',
-    tm2 TIME(2) DEFAULT '12:00:00.25', c CHAR(3) DEFAULT 'ab', vc VARCHAR(10) NOT NULL DEFAULT '',
-    tx TEXT DEFAULT 'long text', e ENUM('a','b') DEFAULT 'b', s SET('x','y') DEFAULT 'x,y',
-    vb VARBINARY(4) DEFAULT 'ab', bn BINARY(4) DEFAULT 'ab', ex INT DEFAULT (1 + 1),
-    fn VARCHAR(40) DEFAULT (concat('a', 'b')), n INT NULL DEFAULT NULL
-)"""
-
-
-def workload(cur) -> None:
-    insert_all_types(cur, "t", wide=True)  # one transaction per row
-    cur.execute("UPDATE t SET ti = 1, vc = 'changed', f = 3.5 WHERE id IN (1, 3)")
-    cur.execute("DELETE FROM t WHERE id = 5")
-    cur.executemany("INSERT INTO ck VALUES (%s, %s, %s)", [("eu", 1, 10), ("US", 2, 20), ("ap", 3, 30)])
-    cur.execute("UPDATE ck SET seq = 20 WHERE region = 'US' AND seq = 2")  # a primary-key change
-    cur.execute("BEGIN")
-    cur.execute("INSERT INTO ck VALUES ('sa', 4, 40)")
-    cur.execute("UPDATE t SET d = d + 1 WHERE id = 2")
-    cur.execute("INSERT INTO nopk VALUES (1, 'no key'), (1, 'no key')")
-    cur.execute("COMMIT")
-    cur.execute("INSERT INTO df (id) VALUES (1)")
-    cur.execute("INSERT INTO df (id, daz, tsn, vc) VALUES (2, '0000-00-00', '2020-01-01 00:00:00', 'set')")
-    cur.execute(
-        "ALTER TABLE ck ADD COLUMN note VARCHAR(20) NULL DEFAULT 'n/a', ADD COLUMN k INT NOT NULL DEFAULT 3"
-    )
-    cur.execute("INSERT INTO ck VALUES ('eu', 5, 50, 'after the ALTER', 4)")
-    cur.execute("DELETE FROM ck WHERE region = 'eu' AND seq = 1")
 
 
 def test_records_equal_debeziums_connector_and_load_through_kafka_connect(
@@ -76,11 +40,7 @@ def test_records_equal_debeziums_connector_and_load_through_kafka_connect(
         pytest.fail("the Debezium recorder is not built: run `make jars`", pytrace=False)
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
-        cur.execute("SET time_zone = '+00:00'")
-        cur.execute(all_types_ddl("t", wide=True))
-        cur.execute("CREATE TABLE ck (region VARCHAR(8), seq INT, v INT, PRIMARY KEY (region, seq))")
-        cur.execute("CREATE TABLE nopk (a INT, b VARCHAR(20))")
-        cur.execute(DEFAULTS_DDL)
+        parity.create_workload_tables(cur)
         for table in (parity.READY, parity.RANGE_END):
             cur.execute(f"CREATE TABLE {table} (id INT AUTO_INCREMENT PRIMARY KEY)")
         cur.execute("SELECT VERSION()")
@@ -111,7 +71,7 @@ def test_records_equal_debeziums_connector_and_load_through_kafka_connect(
     try:
         with db.cursor() as cur:
             parity.wait_ready(pairs, recorder, lambda: cur.execute("INSERT INTO ready VALUES ()"), scratch_db)
-            workload(cur)
+            parity.workload(cur)
             cur.execute("INSERT INTO range_end VALUES ()")
             cur.execute("SELECT @@gtid_binlog_pos")
             head = cur.fetchone()[0]
@@ -135,8 +95,8 @@ def test_records_equal_debeziums_connector_and_load_through_kafka_connect(
     )
     problems = []
     for pair in pairs:
-        a = parity.in_range(ours[pair.name], pair.name, scratch_db, TABLES)
-        b = parity.in_range(parity.debezium_records(pair), pair.name, scratch_db, TABLES)
+        a = parity.in_range(ours[pair.name], pair.name, scratch_db, parity.TABLES)
+        b = parity.in_range(parity.debezium_records(pair), pair.name, scratch_db, parity.TABLES)
         assert len(b) > 40, f"{pair.name}: Debezium recorded only {len(b)} records of the range"
         problems += [f"{pair.name} {pair.modes}: {d}" for d in parity.differences(a, b, pair.modes)]
     assert not problems, f"{len(problems)} differences from Debezium:\n" + "\n".join(problems[:60])

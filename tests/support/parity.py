@@ -26,6 +26,7 @@ from typing import Any
 
 from scripts import services
 from tests.support.streamer import Connector, read_raw, start_process, wait_for, write_connector
+from tests.support.types_table import all_types_ddl, insert_all_types
 
 READY, RANGE_END = "ready", "range_end"
 
@@ -47,6 +48,62 @@ INTENDED = {
     "binary default with escapes": "the bytes the column holds ('ab\\0\\0' is a, b and two zero bytes); "
     "Debezium keeps SHOW CREATE TABLE's backslash escapes as text",
 }
+
+
+# ----------------------------------------------------------------------------- workload
+
+TABLES = {"t", "ck", "nopk", "df"}
+# Every kind of DEFAULT the schemas carry (and the ones they cannot: expressions).
+DEFAULTS_DDL = """CREATE TABLE df (
+    id INT PRIMARY KEY, i INT NOT NULL DEFAULT 7, ineg BIGINT DEFAULT -5,
+    iu BIGINT UNSIGNED DEFAULT 18446744073709551615, bo TINYINT(1) DEFAULT TRUE, f FLOAT DEFAULT 1.1,
+    d DOUBLE DEFAULT '2.5', dec1 DECIMAL(10,2) DEFAULT 12.5, bt BIT(5) DEFAULT b'101', b1 BIT(1) DEFAULT 1,
+    y YEAR DEFAULT 2024, da DATE DEFAULT '2020-02-29', daz DATE NOT NULL DEFAULT '0000-00-00',
+    dt DATETIME(3) DEFAULT '2001-02-03 04:05:06.789', dtn DATETIME DEFAULT CURRENT_TIMESTAMP,
+    ts TIMESTAMP NULL DEFAULT CURRENT_TIMESTAMP, tsn TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    ts2 TIMESTAMP NULL DEFAULT '2010-05-06 07:08:09', tm TIME DEFAULT '-01:02:03',
+    tm2 TIME(2) DEFAULT '12:00:00.25', c CHAR(3) DEFAULT 'ab', vc VARCHAR(10) NOT NULL DEFAULT '',
+    tx TEXT DEFAULT 'long text', e ENUM('a','b') DEFAULT 'b', s SET('x','y') DEFAULT 'x,y',
+    vb VARBINARY(4) DEFAULT 'ab', bn BINARY(4) DEFAULT 'ab', ex INT DEFAULT (1 + 1),
+    fn VARCHAR(40) DEFAULT (concat('a', 'b')), n INT NULL DEFAULT NULL
+)"""
+
+
+def create_workload_tables(cur: Any) -> None:
+    """The workload's tables (the session's time zone UTC, as the workload's literals are)."""
+    cur.execute("SET time_zone = '+00:00'")
+    cur.execute(all_types_ddl("t", wide=True))
+    cur.execute("CREATE TABLE ck (region VARCHAR(8), seq INT, v INT, PRIMARY KEY (region, seq))")
+    cur.execute("CREATE TABLE nopk (a INT, b VARCHAR(20))")
+    cur.execute(DEFAULTS_DDL)
+
+
+def workload(cur: Any) -> None:
+    insert_all_types(cur, "t", wide=True)  # one transaction per row
+    cur.execute("UPDATE t SET ti = 1, vc = 'changed', f = 3.5 WHERE id IN (1, 3)")
+    cur.execute("DELETE FROM t WHERE id = 5")
+    cur.executemany("INSERT INTO ck VALUES (%s, %s, %s)", [("eu", 1, 10), ("US", 2, 20), ("ap", 3, 30)])
+    cur.execute("UPDATE ck SET seq = 20 WHERE region = 'US' AND seq = 2")  # a primary-key change
+    cur.execute("BEGIN")
+    cur.execute("INSERT INTO ck VALUES ('sa', 4, 40)")
+    cur.execute("UPDATE t SET d = d + 1 WHERE id = 2")
+    cur.execute("INSERT INTO nopk VALUES (1, 'no key'), (1, 'no key')")
+    cur.execute("COMMIT")
+    # (the columns whose default is the current time are set, so the workload's events are
+    # the same in every run: tests/integration/test_event_sample.py)
+    now = "'2020-01-01 00:00:00'"
+    cur.execute(f"INSERT INTO df (id, dtn, ts, tsn) VALUES (1, {now}, {now}, {now})")
+    cur.execute(
+        f"INSERT INTO df (id, daz, dtn, ts, tsn, vc) VALUES (2, '0000-00-00', {now}, {now}, {now}, 'set')"
+    )
+    cur.execute(
+        "ALTER TABLE ck ADD COLUMN note VARCHAR(20) NULL DEFAULT 'n/a', ADD COLUMN k INT NOT NULL DEFAULT 3"
+    )
+    cur.execute("INSERT INTO ck VALUES ('eu', 5, 50, 'after the ALTER', 4)")
+    cur.execute("DELETE FROM ck WHERE region = 'eu' AND seq = 1")
+
+
+# ----------------------------------------------------------------------------- the two sides
 
 
 def recorder_command(plan: Path) -> list[str]:

@@ -42,18 +42,20 @@ def cmd_stream(args: argparse.Namespace) -> int:
     if streamer.status_line:
         sys.stderr.write("\n")
     logging.getLogger("tidemark").info(
-        "stopped: %d events, committed %s", streamer.events_total, _describe_offset(streamer.committed)
+        "stopped: %d events, committed %s",
+        streamer.events_total,
+        _describe_offset(config, streamer.committed),
     )
     return code
 
 
-def _describe_offset(offset: dict[str, Any] | None) -> str:
+def _describe_offset(config: ConnectorConfig, offset: dict[str, Any] | None) -> str:
+    """The committed offset as people read it: the connector describes its own positions."""
+    from cdc_core.connectors.registry import connector_of
+
     if not offset:
         return "nothing"
-    source = offset["source"]
-    text = f"{source.get('file')}:{source.get('pos')}"
-    if source.get("gtids"):
-        text += f" gtids={source['gtids']}"
+    text = connector_of(config).describe_position(offset["source"])
     if offset.get("in_txn"):
         text += f" (inside a transaction, {offset['rows_done']} row(s) delivered)"
     return text
@@ -73,7 +75,7 @@ def status_document(config: ConnectorConfig, check_source: bool = True) -> dict[
         "connector": config.name,
         "topic_prefix": config.topic_prefix,
         "committed_offset": offset,
-        "committed_position": _describe_offset(offset),
+        "committed_position": _describe_offset(config, offset),
     }
     from cdc_core.snapshot.context import SnapshotContext
 
@@ -81,12 +83,10 @@ def status_document(config: ConnectorConfig, check_source: bool = True) -> dict[
     if layout.status.exists():
         doc["streamer"] = orjson.loads(layout.status.read_bytes())
     if check_source:
-        from cdc_core.connectors.registry import connector_module
+        from cdc_core.connectors.registry import connector_of
         from cdc_core.schema.history import SchemaHistory
 
-        source = connector_module(config.get("connector.class")).create_source(
-            config, SchemaHistory(layout.history)
-        )
+        source = connector_of(config).create_source(config, SchemaHistory(layout.history))
         status = source.status(offset)
         doc["source_head"] = status.head
     return doc

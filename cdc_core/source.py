@@ -18,7 +18,7 @@ from cdc_core.events.connect_schema import Schema
 from cdc_core.schema.model import Column, TableId, TableSchema
 
 if TYPE_CHECKING:
-    from cdc_core.snapshot.chunks import ChunkSource
+    from cdc_core.connector import PositionWatermarks, SourceSession
     from cdc_core.snapshot.staged_form import StagedForm
 
 
@@ -187,13 +187,13 @@ class Source(Protocol):
         """The schema timeline at the reader's position (right after `open`: the start)."""
         ...
 
-    def chunk_source(self) -> ChunkSource:
+    def chunk_source(self) -> SourceSession:
         """A new connection for snapshot chunk reads and watermark writes."""
         ...
 
-    def position_watermarks(self) -> Any:
-        """For read-only snapshots: `passed(position, marker)`, `order(position)` and
-        `source_block(position, table, ts_ms)` over this connector's positions."""
+    def position_watermarks(self) -> PositionWatermarks:
+        """For read-only snapshots: this connector's log positions as watermarks (a
+        TidemarkError when its positions cannot serve, e.g. MySQL without GTIDs)."""
         ...
 
     def stop(self) -> None: ...

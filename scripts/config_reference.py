@@ -14,7 +14,7 @@ from pathlib import Path
 from cdc_core.config.common import COMMON_PROPERTIES
 from cdc_core.config.orchestration import ORCHESTRATION_PROPERTIES
 from cdc_core.config.properties import Property
-from cdc_core.connectors.mysql.connector import PROPERTIES as MYSQL_PROPERTIES
+from cdc_core.connectors.registry import all_connectors
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START = "<!-- config-reference:start -->"
@@ -35,11 +35,12 @@ def _default(prop: Property) -> str:
 
 def table() -> str:
     lines = []
-    for title, props in (
+    sections = [
         ("Common", COMMON_PROPERTIES),
-        ("MySQL/MariaDB connector", MYSQL_PROPERTIES),
+        *((f"{c.title} connector", c.properties) for c in all_connectors()),
         ("Airflow and lakehouse", ORCHESTRATION_PROPERTIES),
-    ):
+    ]
+    for title, props in sections:
         lines += [f"**{title}**", "", "| property | default | meaning |", "|---|---|---|"]
         for prop in props:
             meaning = prop.description.replace("|", "\\|")

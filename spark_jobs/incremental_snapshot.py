@@ -42,22 +42,16 @@ from itertools import groupby, pairwise
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
-from cdc_core.connectors.mysql import jdbc, server, snapshot_request
-from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource, table_name
-from cdc_core.connectors.mysql.snapshot_request import Shaping
+from cdc_core.connector import SourceSession, SparkWindowReader
+from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
-from cdc_core.schema.model import Column, TableId, TableSchema
-from cdc_core.signals.actions import (
-    WINDOW_CLOSE,
-    WINDOW_OPEN,
-    ExecuteSnapshot,
-    RawSignal,
-    parse_signal,
-)
+from cdc_core.schema.model import TableId
+from cdc_core.signals.actions import WINDOW_CLOSE, WINDOW_OPEN, ExecuteSnapshot, parse_signal
 from cdc_core.signals.conditions import parse_condition
 from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import decode_key, encode_key
+from cdc_core.snapshot.requests import Shaping, requested_tables
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import filesystem_for
 from spark_jobs import staged_types
@@ -66,16 +60,11 @@ from spark_jobs.staged_rules import staged_expressions
 log = logging.getLogger(__name__)
 
 
-def read_signal(source: MySqlChunkSource, signal_table: str, signal_id: str) -> ExecuteSnapshot:
-    with source.conn.cursor() as cur:
-        cur.execute(
-            f"SELECT id, type, data FROM {table_name(TableId.parse(signal_table))} WHERE id = %s",
-            (signal_id,),
-        )
-        row = cur.fetchone()
-    if row is None:
+def read_signal(session: SourceSession, signal_table: str, signal_id: str) -> ExecuteSnapshot:
+    raw = session.read_signal(signal_id)
+    if raw is None:
         raise TidemarkError(f"no signal {signal_id!r} in {signal_table}")
-    action = parse_signal(RawSignal(row[0], row[1], row[2], "source"))
+    action = parse_signal(raw)
     if not isinstance(action, ExecuteSnapshot) or action.reader != "spark":
         raise TidemarkError(
             f'signal {signal_id!r} is not an execute-snapshot with "tidemark.reader": "spark"'
@@ -83,17 +72,13 @@ def read_signal(source: MySqlChunkSource, signal_table: str, signal_id: str) -> 
     return action
 
 
-def table_schema(source: MySqlChunkSource, table: TableId) -> TableSchema:
-    return snapshot_request.table_schema(source.conn, table)
-
-
 def plan_windows(
-    config: ConnectorConfig, source: MySqlChunkSource, action: ExecuteSnapshot, chunk_size: int
+    config: ConnectorConfig, source: SourceSession, action: ExecuteSnapshot, chunk_size: int, shaping: Shaping
 ) -> list[dict[str, Any]]:
     """Every window of every table: the same validation as the streamer, then boundaries
     from the database in one pass per table."""
     windows: list[dict[str, Any]] = []
-    for requested in snapshot_request.requested_tables(config, source.conn, action):
+    for requested in requested_tables(config, source, action, shaping):
         table, key, text = requested.table, requested.key, requested.condition_text
         plan = ChunkPlan(requested.schema, key, requested.condition)
         bounds: list[Any] = [
@@ -133,7 +118,7 @@ def done_windows(config: ConnectorConfig, signal_id: str) -> dict[str, set[int]]
     return {t.table: set(t.done_windows) for t in snapshot.tables}
 
 
-def open_window(source: MySqlChunkSource, signal_id: str, w: dict[str, Any]) -> str:
+def open_window(source: SourceSession, signal_id: str, w: dict[str, Any]) -> str:
     """Write window `w`'s low watermark; returns the window id its high watermark names."""
     window_id = uuid.uuid4().hex[:20]
     source.write_watermark(
@@ -149,7 +134,7 @@ def open_window(source: MySqlChunkSource, signal_id: str, w: dict[str, Any]) -> 
 
 
 def close_window(
-    source: MySqlChunkSource, signal_id: str, window_id: str, form: StagedForm, rows: int, staged: str
+    source: SourceSession, signal_id: str, window_id: str, form: StagedForm, rows: int, staged: str
 ) -> None:
     """Write a window's high watermark: the table's columns (the streamer reads the chunk
     again if they changed) and the digest of the form its rows are staged in."""
@@ -169,8 +154,7 @@ def close_window(
 
 def run_windows(
     windows: list[dict[str, Any]],
-    params: dict[str, Any],
-    signal_table: str,
+    config: ConnectorConfig,
     signal_id: str,
     staging: str,
     shaping: Shaping,
@@ -180,13 +164,13 @@ def run_windows(
     rules it cannot apply exactly): LW, read with Python, shape, stage, HW for each window
     of this partition. `lakehouse`: staged as the Delta table holds them (see
     `spark_jobs/staged_types.py`), not as read."""
-    source = MySqlChunkSource(params, signal_table)
+    source = connector_of(config).open_session(config)
     results = []
     try:
         forms: dict[str, StagedForm] = {}
         for w in windows:
             table = TableId.parse(w["table"])
-            form = forms.get(w["table"]) or shaping.form(table_schema(source, table), w["key"])
+            form = forms.get(w["table"]) or shaping.form(source.table_schema(table), w["key"])
             forms[w["table"]] = form
             schema = form.schema
             condition = parse_condition(w["condition"], schema.column_names) if w["condition"] else None
@@ -208,8 +192,8 @@ def table_staging(staging: str, signal_id: str, table: TableId) -> str:
     return f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}"
 
 
-class JdbcBatches:
-    """One table's windows through Spark's JDBC reader, a batch at a time, two batches in
+class JvmBatches:
+    """One table's windows through the connector's Spark reader, a batch at a time, two batches in
     flight: while Spark reads batch k, the driver closes batch k-1 and opens batch k+1, so
     the executors never wait for the driver's watermark writes nor idle at a batch's tail.
 
@@ -223,8 +207,8 @@ class JdbcBatches:
     def __init__(
         self,
         spark: Any,
-        source: MySqlChunkSource,
-        params: dict[str, Any],
+        source: SourceSession,
+        reader: SparkWindowReader,
         form: StagedForm,
         signal_id: str,
         staging: str,
@@ -234,7 +218,7 @@ class JdbcBatches:
         self.lakehouse = lakehouse  # staged as the Delta table holds them, not as read
         self.schema = form.schema
         self.columns = list(self.schema.column_names)
-        self.url, self.options = jdbc.jdbc_url(params), jdbc.jdbc_options(params)
+        self.reader = reader
         self.staging = table_staging(staging, signal_id, self.schema.id)
 
     def run(self, windows: list[dict[str, Any]], per_batch: int) -> list[dict[str, Any]]:
@@ -262,14 +246,8 @@ class JdbcBatches:
         text = batch[0]["condition"]
         condition = parse_condition(text, self.columns) if text else None
         plan = ChunkPlan(self.schema, tuple(batch[0]["key"]), condition)
-        reader = self.spark.read
-        for name, value in self.options.items():
-            reader = reader.option(name, value)
-        as_text = jdbc.custom_schema(self.schema)
-        if as_text:
-            reader = reader.option("customSchema", as_text)
-        predicates = [jdbc.predicate(plan, decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
-        frame = reader.jdbc(self.url, jdbc.source_table(self.schema), predicates=predicates)
+        spans = [(decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
+        frame = self.reader.read(self.spark, self.form, plan, spans)
         # Only the staged columns are read (Spark prunes the others from the query), and the
         # column rules apply in the JVM before anything is written.
         shaped, unsupported = staged_expressions(self.form)
@@ -280,11 +258,7 @@ class JdbcBatches:
     def _staged(self, frame: Any, name: str) -> Any:
         column = self.schema.column(name)
         assert column is not None
-        if self.lakehouse:
-            value = staged_types.jdbc_column(column, self.form.mappings[name])
-            assert value is not None, name  # such tables go to the Python reader
-            return value
-        return as_staged(frame, column)
+        return self.reader.staged_column(frame, column, self.form.mappings[name], self.lakehouse)
 
     def _close(
         self,
@@ -312,28 +286,6 @@ class JdbcBatches:
             time.monotonic() - began,
         )
         return results
-
-
-# Spark's marker of a CHAR(n)/VARCHAR(n) string column (the JDBC reader gives ENUM and SET,
-# which the driver reports as CHAR, the same).
-CHAR_VARCHAR_TYPE = "__CHAR_VARCHAR_TYPE_STRING"
-
-
-def as_staged(frame: Any, column: Column) -> Any:
-    """A column as it is staged in stream mode: CHAR and VARCHAR values as plain strings
-    (Spark keeps a char(n) type in the Parquet schema it writes, and a Spark that reads the
-    file again pads its values to n with spaces: 'paid' would become 'paid     '); a
-    DATETIME, read as an instant of the UTC session, as the wall-clock time it is."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    name = column.name
-    selected = F.col(f"`{name}`")
-    if column.type_name.upper() == "DATETIME":
-        return selected.cast(T.TimestampNTZType()).alias(name)
-    if CHAR_VARCHAR_TYPE in frame.schema[name].metadata:
-        return selected.cast("string").alias(name)
-    return selected
 
 
 def staged_files(base: str) -> dict[int, tuple[str, int]]:
@@ -387,10 +339,12 @@ def main(argv: list[str] | None = None) -> int:
     if not signal_table:
         raise SystemExit("the connector has no signal.data.collection: incremental snapshots need it")
     staging = args.staging if "://" in args.staging else os.path.abspath(args.staging)
-    params = server.connection_params(config)
-    driver = MySqlChunkSource(params, signal_table)
+    connector = connector_of(config)
+    jvm_reader = connector.spark_reader(config)
+    driver = connector.open_session(config)
     try:
         action = read_signal(driver, signal_table, args.signal)
+        shaping = Shaping(config, driver.type_mapper())
         # The JVM starts while the database plans the windows.
         starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
         chunk_size = action.chunk_size or config.get("incremental.snapshot.chunk.size")
@@ -398,13 +352,13 @@ def main(argv: list[str] | None = None) -> int:
         windows = _load_plan(plan_path)
         if windows is None:
             started = time.monotonic()
-            windows = plan_windows(config, driver, action, chunk_size)
+            windows = plan_windows(config, driver, action, chunk_size, shaping)
             _save_plan(plan_path, windows)
             log.info("planned %d windows in %.1fs", len(windows), time.monotonic() - started)
         done = done_windows(config, args.signal)
         todo = [w for w in windows if w["index"] not in done.get(w["table"], set())]
         spark = starting.result()
-        for name, value in jdbc.SPARK_SQL_CONF.items():
+        for name, value in (jvm_reader.sql_conf if jvm_reader else {}).items():
             spark.conf.set(name, value)
         per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
         read_with = args.read_with
@@ -415,24 +369,23 @@ def main(argv: list[str] | None = None) -> int:
             read_with = "python"
         results: list[dict[str, Any]] = []
         python_windows: list[dict[str, Any]] = []
-        shaping = Shaping(config, server.flavor(driver.conn))
         lakehouse = action.release == "lakehouse"
         for table, group in groupby(todo, key=lambda w: w["table"]):
             table_windows = list(group)
-            form = shaping.form(table_schema(driver, TableId.parse(table)), table_windows[0]["key"])
-            unreadable = jdbc.unreadable_columns(form.schema) + staged_expressions(form)[1]
-            if lakehouse:
-                unreadable += staged_types.jdbc_unsupported(form)
+            form = shaping.form(driver.table_schema(TableId.parse(table)), table_windows[0]["key"])
+            if jvm_reader is None:
+                unreadable = [f"the {connector.name} connector has no Spark reader"]
+            else:
+                unreadable = jvm_reader.unreadable(form, lakehouse) + staged_expressions(form)[1]
             if read_with == "jdbc" and unreadable:
-                raise TidemarkError(
-                    f"Spark's JDBC reader cannot read {table} exactly: {', '.join(unreadable)}"
-                )
+                raise TidemarkError(f"Spark's reader cannot read {table} exactly: {', '.join(unreadable)}")
             if read_with == "python" or unreadable:
                 if unreadable:
                     log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
                 python_windows.extend(table_windows)
                 continue
-            jobs = JdbcBatches(spark, driver, params, form, args.signal, staging, lakehouse)
+            assert jvm_reader is not None
+            jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse)
             results += jobs.run(table_windows, per_batch)
         if python_windows:
             signal_id = args.signal
@@ -441,9 +394,7 @@ def main(argv: list[str] | None = None) -> int:
                     python_windows, max(1, min(args.parallelism, len(python_windows)))
                 )
                 .mapPartitions(
-                    lambda part: run_windows(
-                        list(part), params, signal_table, signal_id, staging, shaping, lakehouse
-                    )
+                    lambda part: run_windows(list(part), config, signal_id, staging, shaping, lakehouse)
                 )
                 .collect()
             )

@@ -8,9 +8,9 @@ value. Every staged file of a table then has the same schema, whatever its value
 window where a column is all NULL, an empty window), and the merge creates or fills the
 table with the types the events give it.
 
-- Spark's JDBC reader: an expression per column from the value Spark read
-  (`jdbc_column`); None where Spark cannot give the Delta value exactly, and the table is
-  read by Python.
+- A connector's Spark reader: an expression per column from the value Spark read
+  (`SparkWindowReader.staged_column`); where Spark cannot give the Delta value exactly,
+  the table is read by Python.
 - The Python reader: each value to its event value by the connector's own type mapping,
   as the streamer makes it, then to its Delta value by `connect_types.delta_value`, the
   Python twin of what the merge does to the event.
@@ -20,16 +20,11 @@ In stream mode rows are staged as read instead, and the streamer makes the event
 
 from __future__ import annotations
 
-import decimal
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, INT_TYPES
-from cdc_core.schema.model import Column as TableColumn
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import write_parquet
 from cdc_core.source import ColumnMapping
@@ -112,96 +107,3 @@ def arrow_types(schema: T.StructType) -> dict[str, Any]:
         else:
             types[f.name] = simple[type(f.dataType)]
     return types
-
-
-# ------------------------------------------------------------- Spark's JDBC reader
-
-
-def jdbc_column(column: TableColumn, mapping: ColumnMapping) -> Column | None:
-    """The Delta value of `column` from the value Spark's JDBC reader gives for it (with
-    `jdbc.custom_schema` and `jdbc.source_table`: TIME as text, DATETIME as an instant,
-    BIT as a BIGINT, FLOAT as a DOUBLE), or None when Spark cannot compute it exactly."""
-    field = mapping.schema
-    target = connect_types.delta_type(field)
-    kind, name = column.type_name.upper(), field.get("name")
-    source = F.col(f"`{column.name}`")
-    if kind == "TIME":
-        micros = time_micros(source)
-        if name == "io.debezium.time.MicroTime":
-            value = micros
-        elif name == "io.debezium.time.NanoTime":
-            value = micros * 1000
-        elif name in ("io.debezium.time.Time", "org.apache.kafka.connect.data.Time"):
-            value = F.floor(micros / 1000)
-        else:
-            return None  # IsoTime: text the Python reader makes
-    elif kind == "BIT":
-        width = column.length or 1
-        value = source != 0 if width == 1 else _little_endian(source, (width + 7) // 8)
-    elif kind == "BIGINT" and column.unsigned and field["type"] == "int64":
-        # Read as DECIMAL(20,0); values over 2^63 - 1 wrap, as the events carry them.
-        wrap = F.lit(decimal.Decimal(2**64))
-        value = F.when(source >= F.lit(decimal.Decimal(2**63)), source - wrap).otherwise(source)
-    elif kind == "DATETIME":
-        if name in connect_types.MILLIS and (column.length or 0) > 3:
-            return None  # the events keep milliseconds of a finer value
-        value = source  # read as an instant of the UTC session: the cast gives its wall clock
-    elif _same_value(kind, field):
-        value = source  # the cast below makes CHAR(n) a plain string, which no reader pads
-    else:
-        return None
-    value = value.cast(target)
-    zero = mapping.convert(None)  # a NOT NULL column's zero date (null as read): the epoch
-    if zero is not None:
-        value = F.coalesce(value, F.lit(connect_types.delta_value(field)(zero)).cast(target))
-    return value.alias(column.name)
-
-
-# Columns whose value as Spark reads it is their Delta value, in another type at most.
-_AS_READ = (
-    INT_TYPES.keys() | CHAR_TYPES | {"DATE", "TIMESTAMP", "YEAR", "FLOAT", "DOUBLE", "ENUM", "SET", "JSON"}
-)
-
-
-def _same_value(kind: str, field: dict[str, Any]) -> bool:
-    if kind in ("DECIMAL", "NUMERIC"):
-        return field.get("name") == connect_types.DECIMAL  # not as a string or a double
-    if kind in BINARY_TYPES:
-        return field["type"] == "bytes"  # not as hex or base64 text
-    return kind in _AS_READ
-
-
-def time_micros(text: Column) -> Column:
-    """MySQL's text of a TIME ('-838:59:59.000000' to '838:59:59.000000') in microseconds."""
-    pattern = r"^(-?)(\d+):(\d+):(\d+)(?:\.(\d{1,6}))?$"
-
-    def part(n: int) -> Column:
-        return F.regexp_extract(text, pattern, n)
-
-    seconds = (part(2).cast("bigint") * 60 + part(3).cast("bigint")) * 60 + part(4).cast("bigint")
-    micros = seconds * 1_000_000 + F.rpad(part(5), 6, "0").cast("bigint")
-    return F.when(text.isNull(), F.lit(None)).when(part(1) == "-", -micros).otherwise(micros)
-
-
-def _little_endian(number: Column, size: int) -> Column:
-    """The low `size` bytes of a BIGINT, least significant first (Debezium's Bits)."""
-    hexed = F.lpad(F.hex(number), 16, "0")  # a negative BIGINT (BIT(64)) in two's complement
-    pairs = [F.substring(hexed, 17 - 2 * i, 2) for i in range(1, size + 1)]
-    return F.unhex(F.concat(*pairs))
-
-
-def jdbc_unsupported(form: StagedForm) -> list[str]:
-    """The staged columns (not shaped) whose Delta value Spark cannot compute from what its
-    JDBC reader reads; they send the table to the Python reader."""
-    out = []
-    for name in form.columns:
-        column = form.schema.column(name)
-        if (
-            name not in form.shaped
-            and column is not None
-            and jdbc_column(column, form.mappings[name]) is None
-        ):
-            out.append(
-                f"{name} ({column.type_name} as {form.mappings[name].schema.get('name') or 'its event value'})"
-            )
-    return out

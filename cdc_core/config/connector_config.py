@@ -194,12 +194,12 @@ def load_config(
         raise ConfigError(str(path), "the connector file must be a mapping of property: value")
     raw = {**flatten(data), **(overrides or {})}
     if connector_properties is None:
-        from cdc_core.connectors.registry import connector_module
+        from cdc_core.connectors.registry import connector_for
 
         cls = raw.get("connector.class")
         if not cls:
             raise ConfigError("connector.class", "is required")
-        connector_properties = connector_module(str(cls)).PROPERTIES
+        connector_properties = list(connector_for(str(cls)).properties)
     return validate(
         raw, COMMON_PROPERTIES + ORCHESTRATION_PROPERTIES + connector_properties, secrets, environ, str(path)
     )

@@ -1,30 +1,46 @@
-"""`connector.class` → the module implementing it.
+"""`connector.class` → the `Connector` object implementing it (`cdc_core.connector`).
 
-Modules are named as strings and imported only when a connector of that class runs, so
-the generic core never imports a source-specific module.
+Connectors are named as strings and imported only when one of their class runs, so the
+generic core never imports a source-specific module. Adding a source adds its class
+names here, pointing at the `CONNECTOR` of its folder.
 """
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from cdc_core.errors import ConfigError
 
+if TYPE_CHECKING:
+    from cdc_core.config.connector_config import ConnectorConfig
+    from cdc_core.connector import Connector
+
+_MYSQL = "cdc_core.connectors.mysql.connector"
 CONNECTORS: dict[str, str] = {
-    "mysql": "cdc_core.connectors.mysql.connector",
-    "mariadb": "cdc_core.connectors.mysql.connector",
-    "io.debezium.connector.mysql.MySqlConnector": "cdc_core.connectors.mysql.connector",
-    "io.debezium.connector.mariadb.MariaDbConnector": "cdc_core.connectors.mysql.connector",
+    "mysql": _MYSQL,
+    "mariadb": _MYSQL,
+    "io.debezium.connector.mysql.MySqlConnector": _MYSQL,
+    "io.debezium.connector.mariadb.MariaDbConnector": _MYSQL,
 }
 
 
-def connector_module(connector_class: str) -> ModuleType:
-    """The module of a connector class; it exposes `PROPERTIES` and `create_source`."""
+def connector_for(connector_class: str) -> Connector:
+    """The connector of a `connector.class` value (short or Debezium's class name)."""
     module = CONNECTORS.get(connector_class)
     if module is None:
         raise ConfigError(
             "connector.class",
             f"unknown connector {connector_class!r}; known: {', '.join(sorted(CONNECTORS))}",
         )
-    return importlib.import_module(module)
+    return importlib.import_module(module).CONNECTOR  # type: ignore[no-any-return]
+
+
+def connector_of(config: ConnectorConfig) -> Connector:
+    """The connector a validated configuration names."""
+    return connector_for(config.get("connector.class"))
+
+
+def all_connectors() -> list[Connector]:
+    """Every registered connector, once each (for documentation and the conformance suite)."""
+    return [importlib.import_module(m).CONNECTOR for m in dict.fromkeys(CONNECTORS.values())]

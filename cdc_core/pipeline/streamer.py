@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.connectors.registry import connector_module
+from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import ConfigError, SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import Record
 from cdc_core.filters import ColumnRules, TableFilter
@@ -171,8 +171,7 @@ class Streamer:
         history = SchemaHistory(
             self.layout.history, self.config.get("schema.history.internal.checkpoint.interval")
         )
-        module = connector_module(self.config.get("connector.class"))
-        return module.create_source(self.config, history)
+        return connector_of(self.config).create_source(self.config, history)
 
     def _run(self, max_seconds: float | None, stop_when_idle: float | None) -> int:
         started = time.monotonic()

@@ -28,6 +28,8 @@ Tables = Mapping[TableId, TableSchema]
 ApplyDdl = Callable[[dict[str, Any], Tables], Tables]
 
 _KEEP_CHECKPOINTS = 3
+# The checkpoint format (version 0: before the field existed, read the same way).
+CHECKPOINT_VERSION = 1
 
 
 class SchemaHistoryError(TidemarkError):
@@ -87,6 +89,11 @@ class SchemaHistory:
             data = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError) as exc:
             raise SchemaHistoryError(f"unreadable schema checkpoint {path}: {exc}") from None
+        if int(data.get("version", 0)) > CHECKPOINT_VERSION:
+            raise SchemaHistoryError(
+                f"schema checkpoint {path} has format version {data['version']}, newer than this Tidemark "
+                f"reads ({CHECKPOINT_VERSION}): run the Tidemark version that wrote it, or a newer one"
+            )
         tables = {t.id: t for t in (TableSchema.from_json(d) for d in data["tables"])}
         return seq, tables
 
@@ -137,6 +144,7 @@ class SchemaHistory:
 
     def checkpoint(self, tables: Tables, position: dict[str, Any]) -> None:
         data = {
+            "version": CHECKPOINT_VERSION,
             "seq": self.last_seq,
             "position": position,
             "tables": [t.to_json() for t in sorted(tables.values(), key=lambda t: t.id)],

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cdc_core.errors import TidemarkError
 from cdc_core.snapshot.keycodec import decode_key, encode_key
 
 MAX_SIGNAL_IDS = 200
@@ -147,6 +148,10 @@ class Snapshot:
         )
 
 
+# The snapshot state's format, kept in every committed offset (`SnapshotContext.to_json`).
+CONTEXT_VERSION = 1
+
+
 @dataclass(frozen=True)
 class SnapshotContext:
     snapshots: tuple[Snapshot, ...] = ()
@@ -246,6 +251,7 @@ class SnapshotContext:
         ):
             return None
         return {
+            "version": CONTEXT_VERSION,
             "snapshots": [s.to_json() for s in self.snapshots],
             "signals": list(self.signals),
             "finished": list(self.finished),
@@ -257,8 +263,16 @@ class SnapshotContext:
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> SnapshotContext:
+        """Today's format and every older one (version 0: before the field existed); a newer
+        one is refused rather than half-read, which would strand its running snapshots."""
         if not d:
             return cls()
+        version = int(d.get("version", 0))
+        if version > CONTEXT_VERSION:
+            raise TidemarkError(
+                f"the committed snapshot state has format version {version}, newer than this Tidemark "
+                f"reads ({CONTEXT_VERSION}): run the Tidemark version that wrote it, or a newer one"
+            )
         return cls(
             tuple(Snapshot.from_json(s) for s in d.get("snapshots", [])),
             tuple(d.get("signals", [])),

@@ -43,6 +43,7 @@ def window_to_json(window: Window) -> dict[str, Any]:
         "of": window.of,
         "schema_changed": window.schema_changed,
         "recorded": [encode_key(k) for k in sorted(window.recorded, key=repr)],
+        **({} if window.in_log else {"in_log": False}),
     }
 
 
@@ -59,6 +60,7 @@ def window_from_json(d: dict[str, Any]) -> Window:
         bool(d.get("schema_changed")),
         d.get("index"),
         d.get("of"),
+        bool(d.get("in_log", True)),
     )
 
 

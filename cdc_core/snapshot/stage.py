@@ -27,7 +27,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -54,6 +54,7 @@ from cdc_core.snapshot.context import ReadAgain, Snapshot, SnapshotContext, Tabl
 from cdc_core.snapshot.key_forms import KeyForms, KeyValue
 from cdc_core.snapshot.keycodec import decode_key
 from cdc_core.snapshot.open_windows import OpenWindowFile
+from cdc_core.snapshot.release_decisions import ReleaseDecision
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import LocalStaging, StagingError, read_parquet
 from cdc_core.snapshot.windows import Window, WindowTracker, release
@@ -67,6 +68,9 @@ from cdc_core.source import (
     TransactionBegin,
     TransactionCommit,
 )
+
+if TYPE_CHECKING:
+    from cdc_core.connector import PositionWatermarks
 
 log = logging.getLogger("tidemark.snapshot")
 
@@ -84,7 +88,7 @@ class SnapshotStage:
         key_columns: Callable[[TableId], tuple[str, ...]] = lambda _t: (),
         source_signals: bool = True,
         open_chunk_source: Callable[[], Any] | None = None,
-        positions: Any = None,  # read-only mode: the connector's position helpers (see `PositionWatermarks`)
+        positions: PositionWatermarks | None = None,  # read-only mode (`cdc_core.connector`)
         staged_form: Callable[[TableSchema, tuple[str, ...]], StagedForm] | None = None,
     ) -> None:
         self.context = context
@@ -241,7 +245,7 @@ class SnapshotStage:
             begin = TransactionBegin(
                 f"snapshot-window-{window_id}", epoch, rank, ts_ms, position, synthetic=window_id
             )
-            extra = {"begin": begin, "marker": marker, "columns": columns}
+            extra = {"begin": begin, "marker": marker, "columns": tuple(columns)}
             released = self._finish_window(window_id, columns, None, 0, source, ts_ms, extra)
             if released:
                 out.append(begin)
@@ -258,14 +262,13 @@ class SnapshotStage:
         """After a restart inside a read-only release: the same transaction again (the
         dispatcher suppresses what was delivered), then the log from before it."""
         decided = self.staging.read_release(window_id)
-        if decided is None or "begin" not in decided:
+        if decided is None or decided.begin is None:
             log.warning("the release of window %s cannot be replayed (its record is gone)", window_id)
             return []
-        begin: TransactionBegin = decided["begin"]
-        window: Window = decided["window"]
+        begin, window = decided.begin, decided.window
         self.tracker.open(window)
         columns = self.schemas[window.table].column_names if window.table in self.schemas else ()
-        released = self._finish_window(window_id, columns, None, 0, decided["source"], begin.ts_ms)
+        released = self._finish_window(window_id, columns, None, 0, decided.source, begin.ts_ms)
         out: list[LogItem] = [begin, *released]
         self._flush_state(out)
         out.append(TransactionCommit(begin.restart, begin.ts_ms))
@@ -559,7 +562,7 @@ class SnapshotStage:
         try:
             decided = self.staging.read_release(window_id)
             if decided is not None:
-                window = decided["window"]  # this HW was processed before a restart: release the same again
+                window = decided.window  # this HW was processed before a restart: release the same again
             elif window is None:
                 log.info(
                     "snapshot window %s closed but is not open here (a stale window, or one whose "
@@ -578,7 +581,7 @@ class SnapshotStage:
                 self._read_again(snapshot, progress, window, "the table's schema changed inside the window")
                 return []
             if decided is not None:
-                shaped = decided.get("shaped")
+                shaped = decided.shaped
             form = self._form(schema, window, shaped)
             if shaped is not None and form is None:
                 self._read_again(snapshot, progress, window, "its rows were staged under other column rules")
@@ -591,17 +594,17 @@ class SnapshotStage:
                 return []
             # A read-only release (`extra`: its synthetic BEGIN, HW position, columns) is not in
             # the log; what a restart needs to release it again identically is kept with it.
-            keep = {**(extra or {}), "source": source, "shaped": shaped}
+            keep = ReleaseDecision(window, source, shaped, **(extra or {}))
             if snapshot.release == "lakehouse" and staged_uri:
                 out: list[LogItem] = [
                     self._release_record(source, ts_ms, snapshot, window, schema, staged_uri, staged_rows)
                 ]
                 released, dropped = staged_rows, 0
                 if decided is None:
-                    self.staging.write_release(window_id, {**keep, "window": window})
+                    self.staging.write_release(window_id, keep)
             else:
                 if decided is not None:
-                    rows, dropped = decided["rows"], decided["dropped"]
+                    rows, dropped = list(decided.rows or ()), decided.dropped
                 else:
                     try:
                         staged = (
@@ -614,9 +617,7 @@ class SnapshotStage:
                         return []
                     result = release(window, staged, key_of)
                     rows, dropped = result.rows, result.dropped
-                    self.staging.write_release(
-                        window_id, {**keep, "window": window, "rows": rows, "dropped": dropped}
-                    )
+                    self.staging.write_release(window_id, replace(keep, rows=tuple(rows), dropped=dropped))
                 out = [
                     RowChange(
                         schema, OP_READ, None, row, _snapshot_source(source, window.table, i), ts_ms, form
@@ -774,23 +775,23 @@ class SnapshotStage:
         instead of the range being read (and released) a second time."""
         for window_id in self.staging.windows():
             decided = self.staging.read_release(window_id)
-            if not decided or "marker" not in decided:
+            if not decided or decided.marker is None:
                 continue
-            window: Window = decided["window"]
+            window = decided.window
             snapshot = self.context.find(window.snapshot_id)
             progress = (
                 next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
             )
             if progress is not None and not progress.done and progress.lo == window.lo:
                 self.tracker.open(window)
-                self._awaiting_hw[window_id] = (decided["marker"], tuple(decided["columns"]))
+                self._awaiting_hw[window_id] = (decided.marker, tuple(decided.columns or ()))
 
     def _clean_staging(self) -> None:
         """Staged windows of snapshots no longer in the (committed) state can never be released."""
         for window_id in self.staging.windows():
             decided = self.staging.read_release(window_id)
             # In-process window ids start with their snapshot's id; a decision names its window.
-            snapshot_id = decided["window"].snapshot_id if decided else window_id.split(".", 1)[0]
+            snapshot_id = decided.window.snapshot_id if decided else window_id.split(".", 1)[0]
             if self.context.find(snapshot_id) is None:
                 self.staging.delete(window_id)
 

@@ -16,7 +16,9 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from cdc_core.durable import replace_file
 from cdc_core.errors import TidemarkError
+from cdc_core.snapshot.release_decisions import ReleaseDecision
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
 
@@ -54,15 +56,15 @@ class LocalStaging:
         except FileNotFoundError:
             raise StagingError(f"staged rows of window {window_id} are gone from {self.directory}") from None
 
-    def write_release(self, window_id: str, decision: dict[str, Any]) -> None:
+    def write_release(self, window_id: str, decision: ReleaseDecision) -> None:
         """What a window's HW released, kept until no offset can lead back to the HW: a
         replayed HW releases exactly this again, so each row is released once."""
-        self._write(self._path(window_id).with_suffix(".release"), decision)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        replace_file(self._path(window_id).with_suffix(".release"), decision.to_bytes())
 
-    def read_release(self, window_id: str) -> dict[str, Any] | None:
+    def read_release(self, window_id: str) -> ReleaseDecision | None:
         try:
-            with open(self._path(window_id).with_suffix(".release"), "rb") as f:
-                return pickle.load(f)
+            return ReleaseDecision.from_bytes(self._path(window_id).with_suffix(".release").read_bytes())
         except FileNotFoundError:
             return None
 

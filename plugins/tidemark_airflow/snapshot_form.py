@@ -107,8 +107,9 @@ def signal_data(form: dict[str, Any]) -> dict[str, Any]:
 def build_request(config: Any, form: dict[str, Any]) -> dict[str, Any]:
     """Validate a filled form against the signal rules and the live database; the
     request the DAG's next steps use, or a TidemarkError saying what is wrong."""
-    from cdc_core.connectors.registry import connector_module
+    from cdc_core.connectors.registry import connector_of
     from cdc_core.signals.actions import ExecuteSnapshot, RawSignal, parse_signal
+    from cdc_core.snapshot.requests import check_snapshot_request
 
     unknown = unknown_fields(form)
     if unknown:
@@ -122,7 +123,7 @@ def build_request(config: Any, form: dict[str, Any]) -> dict[str, Any]:
     data = signal_data(form)
     action = parse_signal(RawSignal("form", "execute-snapshot", data, "airflow"))
     assert isinstance(action, ExecuteSnapshot)
-    tables = connector_module(config.get("connector.class")).check_snapshot_request(config, action)
+    tables = check_snapshot_request(connector_of(config), config, action)
     return {
         "connector": config.name,
         "signal": data,

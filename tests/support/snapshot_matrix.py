@@ -372,24 +372,17 @@ def check_stream(
 def assert_delta_equals_source(spark: Any, connector: Connector, root: str, database: str) -> None:
     """Check 1: each table's live Delta rows equal the source rows, every value rendered as
     the connector's events carry it and then as the merge lands it."""
-    import pymysql
-
-    from cdc_core.connectors.mysql.chunk_reader import CONVERSIONS
-    from cdc_core.connectors.mysql.server import connection_params
-    from cdc_core.connectors.mysql.snapshot_request import table_schema
-    from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
+    from cdc_core.connectors.registry import connector_of
     from cdc_core.schema.model import TableId
     from spark_jobs.merge import connect_types
     from spark_jobs.merge.delta_apply import live_rows
 
     config = connector.config()
-    mapper = MySqlTypeMapper(TypeModes.from_config(config))
-    conn = pymysql.connect(
-        **connection_params(config), conv=CONVERSIONS, init_command="SET time_zone = '+00:00'"
-    )
+    session = connector_of(config).open_session(config)
+    mapper, conn = session.type_mapper(), session.conn  # type: ignore[attr-defined]
     try:
         for table in TABLES:
-            schema = table_schema(conn, TableId(database, table.name))
+            schema = session.table_schema(TableId(database, table.name))
             mappings = [mapper.map_column(c) for c in schema.columns]
             lands = [connect_types.delta_value(m.schema) for m in mappings]
             with conn.cursor() as cur:
@@ -414,4 +407,4 @@ def assert_delta_equals_source(spark: Any, connector: Connector, root: str, data
                     f"only in Delta: {only_delta}; only in the source: {only_source}"
                 )
     finally:
-        conn.close()
+        session.close()

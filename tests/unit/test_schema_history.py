@@ -79,3 +79,24 @@ def test_missing_history_is_a_clear_error_not_a_guess(tmp_path):
 def test_only_the_newest_checkpoints_are_kept(tmp_path):
     write_history(tmp_path, 50, interval=5)
     assert len(list(tmp_path.glob("checkpoint-*.json"))) == 3
+
+
+def test_a_history_written_before_the_version_field_is_recovered_and_a_newer_one_refused(tmp_path):
+    """Frozen files as Tidemark wrote them before checkpoints had a version (a column with
+    MySQL attributes and a default, one DDL entry after the checkpoint)."""
+    (tmp_path / "checkpoint-000000000000.json").write_text(
+        '{"seq":0,"position":{"gtids":"0-1-1"},"tables":[{"database":"shop","table":"orders","columns":['
+        '{"name":"id","type_name":"INT","nullable":false},{"name":"note","type_name":"VARCHAR","length":20,'
+        '"charset":"utf8mb4","collation":"utf8mb4_general_ci","default":"n/a","has_default":true}],'
+        '"primary_key":["id"],"charset":"utf8mb4"}]}'
+    )
+    (tmp_path / "ddl.jsonl").write_text(
+        '{"seq":1,"ddl":"add c1","database":"shop","position":{"gtids":"0-1-2"},"ts_ms":1}\n'
+    )
+    tables = SchemaHistory(tmp_path).recover(1, add_column)
+    note = tables[T].column("note")
+    assert [c.name for c in tables[T].columns] == ["id", "note", "c1"] and applied == [1]
+    assert (note.length, note.charset, note.default, note.has_default) == (20, "utf8mb4", "n/a", True)
+    (tmp_path / "checkpoint-000000000000.json").write_text('{"version":2,"seq":0,"position":{},"tables":[]}')
+    with pytest.raises(SchemaHistoryError, match="format version 2, newer than this Tidemark reads"):
+        SchemaHistory(tmp_path).recover(1, add_column)

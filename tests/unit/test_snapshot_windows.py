@@ -69,3 +69,42 @@ def test_discarding_a_snapshot_forgets_only_its_windows():
     tracker.open(Window("b", "s2", ORDERS, None, None))
     assert [w.id for w in tracker.discard(snapshot_id="s1")] == ["a"]
     assert [w.id for w in tracker.open_windows()] == ["b"]
+
+
+def test_the_snapshot_state_of_format_version_0_is_read_and_a_newer_one_refused():
+    """A frozen committed state as Tidemark wrote it before the version field: an upgrade
+    never strands a running snapshot."""
+    import datetime as dt
+    import json
+
+    import pytest
+
+    from cdc_core.errors import TidemarkError
+    from cdc_core.snapshot.context import CONTEXT_VERSION, SnapshotContext
+
+    frozen = json.loads(
+        '{"snapshots":[{"id":"sig-7","signal_id":"sig-7","kind":"incremental","tables":[{"windows_total":4,'
+        '"done_windows":[0,2],"read_again":[{"index":1,"of":4,"lo":[{"$b":"AQ=="}],"hi":[7],"exact":false}],'
+        '"table":"shop.orders","key":["id"],"condition":"status = \'paid\'","lo":[{"$dt":"2024-01-02T03:04:05"}],'
+        '"done":false,"windows_done":2,"rows_released":512,"rows_dropped":3}],"chunk_size":256,"paused":true,'
+        '"started_ms":1700000000000,"reader":"spark","release":"lakehouse"}],"signals":["sig-6","sig-7"],'
+        '"finished":[{"id":"sig-5","rows":10}],"released":9,"channels":{"kafka":{"0":12}},'
+        '"captured":["shop.orders"],"refused":[{"id":"bad","reason":"unknown table"}]}'
+    )
+    context = SnapshotContext.from_json(frozen)
+    (snapshot,) = context.snapshots
+    (table,) = snapshot.tables
+    assert (snapshot.reader, snapshot.release, snapshot.paused, snapshot.chunk_size) == (
+        "spark",
+        "lakehouse",
+        True,
+        256,
+    )
+    assert table.lo == (dt.datetime(2024, 1, 2, 3, 4, 5),) and table.done_windows == (0, 2)
+    assert table.read_again[0].lo == (b"\x01",) and table.condition == "status = 'paid'"
+    assert (context.signals, context.released, context.captured) == (("sig-6", "sig-7"), 9, ("shop.orders",))
+    written = context.to_json()
+    assert written["version"] == CONTEXT_VERSION
+    assert {k: v for k, v in written.items() if k != "version"} == frozen  # nothing lost on the way
+    with pytest.raises(TidemarkError, match="format version 2, newer than this Tidemark reads"):
+        SnapshotContext.from_json({**written, "version": CONTEXT_VERSION + 1})

@@ -237,7 +237,7 @@ class BinlogSource:
     def chunk_source(self) -> Any:
         from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
 
-        return MySqlChunkSource(self.params, self.signal_table)
+        return MySqlChunkSource(self.params, self.signal_table, self.modes)
 
     def stop(self) -> None:
         self._stopping = True
@@ -262,7 +262,7 @@ class BinlogSource:
             try:
                 info = self.info or server.inspect_server(ctl)
                 now = server.current_position(ctl, info)
-                head = f"{now.file}:{now.pos}" + (f" gtids={now.gtids}" if now.gtids else "")
+                head = self.describe({"file": now.file, "pos": now.pos, "gtids": now.gtids})
             finally:
                 ctl.close()
         except (pymysql.err.Error, TidemarkError) as exc:
@@ -271,10 +271,9 @@ class BinlogSource:
         return SourceStatus(self.connector_name, position, head, lag)
 
     def describe(self, position: Mapping[str, Any]) -> str:
-        text = f"{position.get('file')}:{position.get('pos')}"
-        if position.get("gtids"):
-            text += f" gtids={position['gtids']}"
-        return text
+        from cdc_core.connectors.mysql.connector import CONNECTOR
+
+        return CONNECTOR.describe_position(position)
 
     # ------------------------------------------------------------------ start-up
 

@@ -98,7 +98,9 @@ def where_clause(
 
 
 class MySqlChunkSource:
-    def __init__(self, params: dict[str, Any], signal_table: str | None) -> None:
+    """`cdc_core.connector.SourceSession` on MySQL/MariaDB."""
+
+    def __init__(self, params: dict[str, Any], signal_table: str | None, modes: Any = None) -> None:
         try:
             self.conn = server.connect(params, init_command="SET time_zone = '+00:00'", conv=CONVERSIONS)
         except pymysql.err.OperationalError as exc:
@@ -109,9 +111,41 @@ class MySqlChunkSource:
             cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
         self.signal_table = signal_table
         self._info: server.ServerInfo | None = None
+        self._modes = modes  # the connector's handling modes (TypeModes without the flavor)
 
     def close(self) -> None:
         self.conn.close()
+
+    def list_tables(self) -> list[TableId]:
+        return [TableId(*t) for t in server.list_tables(self.conn)]
+
+    def table_schema(self, table: TableId) -> TableSchema:
+        from cdc_core.connectors.mysql.ddl import parse_create_table
+
+        return parse_create_table(
+            server.show_create_table(self.conn, table.database, table.table), table.database
+        )
+
+    def type_mapper(self) -> Any:
+        """The mapping for this server (Debezium's MariaDB connector maps JSON as text)."""
+        from dataclasses import replace
+
+        from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
+
+        return MySqlTypeMapper(replace(self._modes or TypeModes(), flavor=server.flavor(self.conn)))
+
+    def read_signal(self, signal_id: str) -> Any:
+        from cdc_core.signals.actions import RawSignal
+
+        if not self.signal_table:
+            return None
+        with self.conn.cursor() as cur:
+            cur.execute(
+                f"SELECT id, type, data FROM {table_name(TableId.parse(self.signal_table))} WHERE id = %s",
+                (signal_id,),
+            )
+            row = cur.fetchone()
+        return None if row is None else RawSignal(row[0], row[1], row[2], "source")
 
     def _where(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> tuple[str, list[Any]]:
         params: list[Any] = []

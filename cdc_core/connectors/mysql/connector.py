@@ -1,17 +1,15 @@
-"""The MySQL/MariaDB connector's entry point: its own properties and its log reader."""
+"""The MySQL/MariaDB connector (`cdc_core.connector.Connector`): its own properties and
+the entry points to its log reader, its session and its Spark reader. Importing it loads
+no driver: config validation reads the properties alone."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
-from cdc_core.errors import ConfigError
 from cdc_core.schema.history import SchemaHistory
-from cdc_core.signals.actions import ExecuteSnapshot
-
-if TYPE_CHECKING:
-    from cdc_core.connectors.mysql.binlog_source import BinlogSource
 
 PROPERTIES: list[Property] = [
     Property(
@@ -60,39 +58,41 @@ PROPERTIES: list[Property] = [
 ]
 
 
-def create_source(config: ConnectorConfig, history: SchemaHistory) -> BinlogSource:
-    # Imported here so reading the properties (config validation) needs no driver.
-    from cdc_core.connectors.mysql.binlog_source import BinlogSource
+class MySqlConnector:
+    """`cdc_core.connector.Connector` for MySQL and MariaDB (binlog)."""
 
-    return BinlogSource(config, history)
+    name = "mysql"
+    title = "MySQL/MariaDB"
+    properties = PROPERTIES
+
+    def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
+        # Imported here so reading the properties (config validation) needs no driver.
+        from cdc_core.connectors.mysql.binlog_source import BinlogSource
+
+        return BinlogSource(config, history)
+
+    def open_session(self, config: ConnectorConfig) -> Any:
+        from cdc_core.connectors.mysql import server
+        from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
+        from cdc_core.connectors.mysql.types import TypeModes
+
+        return MySqlChunkSource(
+            server.connection_params(config),
+            config.get("signal.data.collection"),
+            TypeModes.from_config(config),
+        )
+
+    def describe_position(self, position: Mapping[str, Any]) -> str:
+        text = f"{position.get('file')}:{position.get('pos')}"
+        if position.get("gtids"):
+            text += f" gtids={position['gtids']}"
+        return text
+
+    def spark_reader(self, config: ConnectorConfig) -> Any:
+        from cdc_core.connectors.mysql import server
+        from cdc_core.connectors.mysql.spark_reader import MySqlSparkReader
+
+        return MySqlSparkReader(server.connection_params(config))
 
 
-def connect(config: ConnectorConfig) -> Any:
-    """A plain connection to the source, as the connector's user."""
-    from cdc_core.connectors.mysql import server
-
-    return server.connect(server.connection_params(config))
-
-
-def check_snapshot_request(config: ConnectorConfig, action: ExecuteSnapshot) -> list[dict[str, Any]]:
-    """The tables, keys and filters an execute-snapshot request will read (see
-    `snapshot_request`); raises what the streamer would refuse it for."""
-    from cdc_core.connectors.mysql.snapshot_request import check_snapshot_request as check
-
-    return check(config, action)
-
-
-def send_signal(config: ConnectorConfig, signal_id: str, kind: str, data: dict[str, Any]) -> None:
-    """Insert a signal into the connector's signal table (Debezium's source channel),
-    through the same writer the chunk readers use for their watermark rows."""
-    from cdc_core.connectors.mysql import server
-    from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
-
-    table = config.get("signal.data.collection")
-    if not table:
-        raise ConfigError("signal.data.collection", "is needed to send signals through the source")
-    source = MySqlChunkSource(server.connection_params(config), table)
-    try:
-        source.write_watermark(kind, signal_id, data)
-    finally:
-        source.close()
+CONNECTOR = MySqlConnector()

@@ -79,10 +79,11 @@ class TidemarkSourceHook(BaseHook):
         return str(effective)
 
     def get_conn(self) -> Any:
-        from cdc_core.connectors.registry import connector_module
+        """A session on the source as the connector's user (closed by the caller)."""
+        from cdc_core.connectors.registry import connector_of
 
         config = self.config()
-        return connector_module(config.get("connector.class")).connect(config)
+        return connector_of(config).open_session(config)
 
     def test_connection(self) -> tuple[bool, str]:
         try:

@@ -27,14 +27,14 @@ class SendSignalOperator(BaseOperator):
         self.connector, self.signal_type, self.data = connector, signal_type, data
 
     def execute(self, context: Any) -> str:
-        from cdc_core.connectors.registry import connector_module
+        from cdc_core.connectors.registry import connector_of
+        from cdc_core.signals.sending import send_signal
 
         ti = context["ti"]
         signal_id = signal_id_for(ti.dag_id, ti.run_id, ti.task_id, str(ti.map_index))
         config = TidemarkSourceHook(self.connector).config()
-        module = connector_module(config.get("connector.class"))
         try:
-            module.send_signal(config, signal_id, self.signal_type, dict(self.data or {}))
+            send_signal(connector_of(config), config, signal_id, self.signal_type, dict(self.data or {}))
         except Exception as exc:
             if "Duplicate entry" not in str(exc):
                 raise

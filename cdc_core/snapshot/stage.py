@@ -39,12 +39,10 @@ from cdc_core.signals.actions import (
     WINDOW_CLOSE,
     WINDOW_OPEN,
     ExecuteSnapshot,
-    LogSignal,
-    PauseSnapshot,
     RawSignal,
-    ResumeSnapshot,
     SignalError,
     StopSnapshot,
+    apply_signal,
     matching_tables,
     parse_signal,
 )
@@ -383,7 +381,7 @@ class SnapshotStage:
             return
         try:
             action = parse_signal(raw)
-            self._act(action, raw, item)
+            apply_signal(action, self, item)
         except (SignalError, SnapshotError, ConditionError) as exc:
             self._fail(raw, str(exc))
             return
@@ -396,20 +394,13 @@ class SnapshotStage:
         context = self.context.refuse({**refused, "at_ms": int(time.time() * 1000)})
         self._set(context.remember(raw.id) if raw.id else context)
 
-    def _act(self, action: Any, raw: RawSignal, item: RowChange | None = None) -> None:
-        if isinstance(action, LogSignal):
-            log.info("signal %s: %s", action.id, action.message)
-        elif isinstance(action, ExecuteSnapshot):
-            self._execute(action, item)
-        elif isinstance(action, StopSnapshot):
-            self._stop(action)
-        elif isinstance(action, (PauseSnapshot, ResumeSnapshot)):
-            paused = isinstance(action, PauseSnapshot)
-            active = self.context.active()
-            if active is None:
-                raise SignalError(f"no incremental snapshot is running to {'pause' if paused else 'resume'}")
-            self._set(self.context.put(replace(active, paused=paused)))
-            log.info("snapshot %s %s", active.id, "paused" if paused else "resumed")
+    def set_paused(self, paused: bool) -> None:
+        """pause-snapshot / resume-snapshot: the running incremental snapshot waits or goes on."""
+        active = self.context.active()
+        if active is None:
+            raise SignalError(f"no incremental snapshot is running to {'pause' if paused else 'resume'}")
+        self._set(self.context.put(replace(active, paused=paused)))
+        log.info("snapshot %s %s", active.id, "paused" if paused else "resumed")
 
     def start_snapshot(self, signal_id: str, tables: list[TableId], kind: str = "incremental") -> None:
         """A snapshot not asked for by a signal (snapshot.mode=initial, newly captured tables)."""
@@ -427,7 +418,8 @@ class SnapshotStage:
         if progress:
             self._begin(Snapshot(_new_id(), signal_id, kind, tuple(progress), self.chunk_size))
 
-    def _execute(self, action: ExecuteSnapshot, item: RowChange | None = None) -> None:
+    def execute_snapshot(self, action: ExecuteSnapshot, item: RowChange | None = None) -> None:
+        """execute-snapshot: the tables, keys and filters checked, then the snapshot begun."""
         tables, problems = matching_tables(action.collections, self.schemas, self.captures)
         if problems:
             raise SignalError("; ".join(problems))
@@ -476,7 +468,7 @@ class SnapshotStage:
             snapshot.kind,
         )
 
-    def _stop(self, action: StopSnapshot) -> None:
+    def stop_snapshot(self, action: StopSnapshot) -> None:
         active = self.context.active()
         if active is None:
             raise SignalError("no incremental snapshot is running to stop")

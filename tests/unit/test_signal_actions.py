@@ -102,3 +102,45 @@ def test_tables_outside_the_capture_list_are_refused():
         "'hr.salaries' matches only tables outside the capture list",
         "'nope.x' matches no known table",
     ]
+
+
+def test_each_signal_type_is_an_action_module_found_by_name():
+    """Adding a signal is adding a module with an ACTION to cdc_core/signals/actions/."""
+    from cdc_core.signals.actions import registered
+
+    assert registered() == ["execute-snapshot", "log", "pause-snapshot", "resume-snapshot", "stop-snapshot"]
+    with pytest.raises(SignalError, match="unknown signal type 'drop-table'; known: execute-snapshot, log, "):
+        parse_signal(RawSignal("x", "drop-table", {}, "source"))
+
+
+def test_an_action_acts_on_the_stage_through_the_signal_target():
+    from cdc_core.signals.actions import apply_signal
+
+    class Stage:
+        def __init__(self):
+            self.calls = []
+
+        def execute_snapshot(self, action, item):
+            self.calls.append(("execute", [p.pattern for p in action.collections], item))
+
+        def stop_snapshot(self, action):
+            self.calls.append(("stop", [p.pattern for p in action.collections]))
+
+        def set_paused(self, paused):
+            self.calls.append(("paused", paused))
+
+    stage = Stage()
+    for kind, data in [
+        ("execute-snapshot", {"data-collections": ["shop.orders"]}),
+        ("pause-snapshot", {}),
+        ("resume-snapshot", {}),
+        ("stop-snapshot", {"type": "incremental", "data-collections": ["shop.orders"]}),
+        ("log", {"message": "hello"}),
+    ]:
+        apply_signal(parse_signal(RawSignal("s", kind, data, "source")), stage, "row")
+    assert stage.calls == [
+        ("execute", ["shop.orders"], "row"),
+        ("paused", True),
+        ("paused", False),
+        ("stop", ["shop.orders"]),
+    ]

@@ -1,6 +1,6 @@
-"""Nothing is lost across stops: SIGTERM (no duplicates at all), `kill -9` in the middle
-of a large transaction (only the unacknowledged tail repeats, identically), and a Kafka
-broker that goes away mid-stream."""
+"""Nothing is lost across stops: SIGTERM (no duplicates at all), a killed decoder, and a
+Kafka broker that goes away mid-stream. (`kill -9` inside a large transaction: the
+conformance suite, tests/conformance/test_streaming.py.)"""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import orjson
@@ -21,7 +20,6 @@ from tests.support.streamer import (
     admin,
     kafka_connector,
     payloads,
-    read_log,
     start_process,
     stop_process,
     wait_for,
@@ -104,47 +102,6 @@ def test_sigterm_stops_cleanly_and_resumes_without_duplicates(tmp_path, mariadb_
     events = payloads(c, topic)
     assert len(events) == 300
     assert len({identity(e) for e in events}) == 300
-
-
-@pytest.mark.parametrize("kills", [3])
-def test_kill_9_inside_a_large_transaction_loses_nothing(tmp_path, mariadb_admin_params, scratch_db, kills):
-    db = admin(mariadb_admin_params, scratch_db)
-    rows = 30_000
-    with db.cursor() as cur:
-        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, payload VARCHAR(100))")
-    c = write_connector(tmp_path, scratch_db, {"max.batch.size": 256})
-    topic = f"{c.prefix}.{scratch_db}.t"
-    proc = start_process(c)
-    wait_for(lambda: (c.state / "status.json").exists(), 30)
-    db.autocommit(False)
-    with db.cursor() as cur:
-        for start in range(0, rows, 1000):
-            values = ",".join(f"({i}, 'row {i} {'x' * 60}')" for i in range(start, start + 1000))
-            cur.execute(f"INSERT INTO t VALUES {values}")
-        db.commit()
-    db.autocommit(True)
-    seen_at_kill = []
-    for k in range(kills):
-        target = rows * (k + 1) // (kills + 1)
-        wait_for(lambda t=target: len(read_log(c, topic)) >= t, 120, interval=0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-        seen_at_kill.append(len(read_log(c, topic)))
-        proc = start_process(c)
-    wait_for(lambda: len({identity(e) for e in payloads(c, topic)}) >= rows, 180)
-    assert stop_process(proc) == 0
-    events = payloads(c, topic)
-    by_order = defaultdict(set)
-    for e in events:
-        by_order[e["transaction"]["total_order"]].add(identity(e))
-    # Every row of the transaction is there, numbered 1..rows, and a repeat is identical.
-    assert sorted(by_order) == list(range(1, rows + 1))
-    assert all(len(v) == 1 for v in by_order.values())
-    assert sorted(e["after"]["id"] for e in {identity(e): e for e in events}.values()) == list(range(rows))
-    assert len({e["transaction"]["id"] for e in events}) == 1
-    assert seen_at_kill == sorted(seen_at_kill)
-    # Only an unacknowledged tail repeats, not the transaction from its start.
-    assert len(events) - rows < rows
 
 
 def test_a_killed_decoder_process_is_restarted_from_the_committed_offset(

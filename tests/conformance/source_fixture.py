@@ -1,0 +1,85 @@
+"""What the conformance suite needs from a source: its per-connector fixture.
+
+A fixture drives the source through its own client (for MySQL/MariaDB, pymysql against
+the real server) in the few generic terms the suite speaks: namespaces (a database, a
+keyspace), tables of integer and text columns with a key, transactions of inserts,
+updates and deletes, an added column, the rows as they are now, and a connector file that
+captures a namespace. Everything else (streaming, signals, snapshots, the Delta merge)
+goes through Tidemark's generic paths, so a source that passes the suite behaves like
+every other one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tests.support.streamer import Connector
+
+# Column kinds every source can hold; a fixture maps them to its own types.
+KINDS = ("int", "text")
+
+
+@dataclass(frozen=True)
+class Insert:
+    table: str
+    row: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Update:
+    table: str
+    key: dict[str, Any]
+    values: dict[str, Any]  # may change the key
+
+
+@dataclass(frozen=True)
+class Delete:
+    table: str
+    key: dict[str, Any]
+
+
+Change = Insert | Update | Delete
+
+
+class SourceFixture(Protocol):
+    name: str  # the registry name, e.g. "mysql"
+
+    def connector_name(self) -> str:
+        """The `source.connector` value its events carry (e.g. "mariadb" on MariaDB)."""
+        ...
+
+    def namespace(self) -> AbstractContextManager[str]:
+        """A fresh, empty namespace for one test, removed afterwards."""
+        ...
+
+    def create_table(self, ns: str, table: str, columns: dict[str, str], key: Sequence[str]) -> None: ...
+
+    def apply(self, ns: str, changes: Sequence[Change]) -> None:
+        """The changes as one source transaction, committed."""
+        ...
+
+    def add_column(self, ns: str, table: str, name: str, kind: str) -> None: ...
+
+    def rows(self, ns: str, table: str) -> list[dict[str, Any]]:
+        """Every row now, as its events' `after` values, in key order."""
+        ...
+
+    def connector(self, directory: Path, ns: str, extra: dict[str, Any] | None = None) -> Connector:
+        """A connector file capturing `ns`, with the signal collection set, state under `directory`."""
+        ...
+
+    def collection(self, ns: str, table: str) -> str:
+        """The table's name in signals' data-collections."""
+        ...
+
+    def topic(self, connector: Connector, ns: str, table: str) -> str: ...
+
+    def close(self) -> None: ...
+
+
+def insert_rows(table: str, rows: Iterator[dict[str, Any]] | Sequence[dict[str, Any]]) -> list[Change]:
+    return [Insert(table, r) for r in rows]

@@ -1,0 +1,60 @@
+"""Conformance: the whole stream of a source, changes and an incremental snapshot, merged
+into Delta by the generic merge, equals the source; merging it all again from the start
+changes nothing."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.conformance.source_fixture import Delete, Insert, Update, insert_rows
+from tests.conformance.test_snapshots import seeded, signal, synced
+from tests.support.snapshots import finished
+from tests.support.streamer import start_process, stop_process, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.conformance]
+
+
+def delta_rows(spark, root: str, connector, source, ns: str, table: str) -> list[dict]:
+    from spark_jobs.merge.delta_apply import live_rows
+
+    topic = source.topic(connector, ns, table)
+    name = topic[len(connector.prefix) + 1 :]
+    frame = live_rows(spark, f"{root}/{name}")
+    return sorted((r.asDict() for r in frame.collect()), key=lambda r: tuple(str(v) for v in r.values()))
+
+
+def test_the_stream_merged_into_delta_equals_the_source(source, ns, tmp_path, spark):
+    from spark_jobs.delta_merge import run_local
+
+    seeded(source, ns, 400)
+    source.create_table(ns, "pairs", {"a": "int", "b": "text", "v": "int"}, ["a", "b"])
+    c = source.connector(tmp_path / "connector", ns, {"incremental.snapshot.chunk.size": 64})
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        snap = signal(c, "execute-snapshot", {"data-collections": [source.collection(ns, "t")]})
+        source.apply(ns, insert_rows("pairs", [{"a": 1, "b": "x", "v": 1}, {"a": 1, "b": "y", "v": 2}]))
+        source.apply(
+            ns, [Update("t", {"id": 5}, {"v": 9}), Delete("t", {"id": 6}), Insert("t", {"id": 1000, "v": 1})]
+        )
+        source.apply(
+            ns, [Update("pairs", {"a": 1, "b": "x"}, {"b": "z"}), Update("t", {"id": 7}, {"id": 700})]
+        )
+        source.apply(ns, [Insert("pairs", {"a": 2, "b": "x", "v": 3}), Delete("pairs", {"a": 1, "b": "y"})])
+        wait_for(lambda: finished(c, snap) is not None, 120, interval=0.3, message="the snapshot to finish")
+        synced(source, ns, c)
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
+    config = c.config()
+    assert run_local(spark, config, root, checkpoint) >= 2
+    for table in ("t", "pairs"):
+        assert delta_rows(spark, root, c, source, ns, table) == source.rows(ns, table), table
+    shutil.rmtree(checkpoint)  # the whole log again: idempotent
+    run_local(spark, config, root, checkpoint)
+    for table in ("t", "pairs"):
+        assert delta_rows(spark, root, c, source, ns, table) == source.rows(ns, table), table

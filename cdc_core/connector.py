@@ -104,6 +104,7 @@ class Connector(Protocol):
 
     name: str  # the `source.connector` family, e.g. "mysql"
     title: str  # for people, e.g. "MySQL/MariaDB"
+    system_databases: frozenset[str]  # the source's own, never captured whatever the filters say
     properties: Sequence[Property]
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Source: ...

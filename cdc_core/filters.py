@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
@@ -33,7 +33,13 @@ if TYPE_CHECKING:
 class TableFilter:
     """Decides whether a table is captured (database and table include/exclude lists)."""
 
-    def __init__(self, config: ConnectorConfig) -> None:
+    def __init__(self, config: ConnectorConfig, system: Collection[str] | None = None) -> None:
+        """`system`: the source's own databases, never captured (default: the connector's)."""
+        if system is None:
+            from cdc_core.connectors.registry import connector_of
+
+            system = connector_of(config).system_databases
+        self.system = frozenset(d.lower() for d in system)
         self.db_include = config.get("database.include.list")
         self.db_exclude = config.get("database.exclude.list")
         self.table_include = config.get("table.include.list")
@@ -49,7 +55,7 @@ class TableFilter:
         self.captures = lru_cache(maxsize=4096)(self._captures)
 
     def _captures(self, table: TableId) -> bool:
-        if table.database.lower() in ("mysql", "sys", "performance_schema", "information_schema"):
+        if table.database.lower() in self.system:
             return False
         if self.db_include and not full_match_any(self.db_include, table.database):
             return False

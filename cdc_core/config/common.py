@@ -43,7 +43,8 @@ COMMON_PROPERTIES: list[Property] = [
         "connector.class",
         "str",
         required=True,
-        description="Source connector: `mysql` (also accepts `io.debezium.connector.mysql.MySqlConnector`).",
+        description="Source connector: `mysql` or `mariadb` (also Debezium's class names, "
+        "`io.debezium.connector.mysql.MySqlConnector`, `io.debezium.connector.mariadb.MariaDbConnector`).",
     ),
     Property(
         "topic.prefix",
@@ -53,7 +54,6 @@ COMMON_PROPERTIES: list[Property] = [
         description="Logical server name; prefix of every topic (`<prefix>.<db>.<table>`).",
     ),
     Property("database.hostname", "str", required=True, description="Source database host."),
-    Property("database.port", "int", default=3306, minimum=1, description="Source database port."),
     Property("database.user", "str", required=True, description="Source database user."),
     Property(
         "database.password",

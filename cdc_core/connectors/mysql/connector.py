@@ -12,6 +12,7 @@ from cdc_core.config.properties import Property
 from cdc_core.schema.history import SchemaHistory
 
 PROPERTIES: list[Property] = [
+    Property("database.port", "int", default=3306, minimum=1, description="Source database port."),
     Property(
         "database.server.id",
         "int",
@@ -63,6 +64,7 @@ class MySqlConnector:
 
     name = "mysql"
     title = "MySQL/MariaDB"
+    system_databases = frozenset({"mysql", "sys", "performance_schema", "information_schema"})
     properties = PROPERTIES
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cdc_core.errors import TidemarkError
-from cdc_core.events.envelope import OP_CREATE, OP_READ
+from cdc_core.events.envelope import OP_CREATE
 from cdc_core.schema.model import Column, TableId, TableSchema
 from cdc_core.signals.actions import (
     INTERNAL_TYPES,
@@ -47,25 +46,17 @@ from cdc_core.signals.actions import (
     parse_signal,
 )
 from cdc_core.signals.conditions import ConditionError, parse_condition
+from cdc_core.snapshot.blocking import BlockingRun, BlockingSnapshots
 from cdc_core.snapshot.chunks import SnapshotError, snapshot_key
-from cdc_core.snapshot.context import ReadAgain, Snapshot, SnapshotContext, TableProgress
+from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
 from cdc_core.snapshot.key_forms import KeyForms, KeyValue
-from cdc_core.snapshot.keycodec import decode_key
 from cdc_core.snapshot.open_windows import OpenWindowFile
-from cdc_core.snapshot.release_decisions import ReleaseDecision
+from cdc_core.snapshot.read_only_windows import ReadOnlyWindows
 from cdc_core.snapshot.staged_form import StagedForm
-from cdc_core.snapshot.staging import LocalStaging, StagingError, read_parquet
-from cdc_core.snapshot.windows import Window, WindowTracker, release
-from cdc_core.source import (
-    LogItem,
-    PositionAdvance,
-    RowChange,
-    SchemaChange,
-    SnapshotRelease,
-    StateChange,
-    TransactionBegin,
-    TransactionCommit,
-)
+from cdc_core.snapshot.staging import LocalStaging
+from cdc_core.snapshot.window_release import WindowReleases
+from cdc_core.snapshot.windows import Window, WindowTracker
+from cdc_core.source import LogItem, PositionAdvance, RowChange, SchemaChange, StateChange, TransactionCommit
 
 if TYPE_CHECKING:
     from cdc_core.connector import PositionWatermarks
@@ -73,7 +64,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("tidemark.snapshot")
 
 
-class SnapshotStage:
+class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
+    """The stage itself: items in log order, signals (it is the actions' `SignalTarget`),
+    window opening and key recording, the snapshot state. Its parts, one module each: the
+    release at a window's HW (`window_release`), read-only windows (`read_only_windows`),
+    blocking snapshots (`blocking`); they share the state set up here."""
+
     def __init__(
         self,
         context: SnapshotContext,
@@ -105,7 +101,7 @@ class SnapshotStage:
         self._awaiting_hw: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.last_position: dict[str, Any] | None = None
         self._replay_first: str | None = None
-        self._blocking: _BlockingRun | None = None
+        self._blocking: BlockingRun | None = None
         self.tracker = WindowTracker()
         self.keys = KeyForms(key_value)  # every key compared in the connector's canonical form
         self._window_file = OpenWindowFile(staging.directory)
@@ -190,108 +186,6 @@ class SnapshotStage:
         return out
 
     # ------------------------------------------------------------------ read-only windows
-
-    def submit_window(self, window: Window) -> None:
-        """Read-only mode: open a window now (before the chunk is read). Recording keys
-        from before the low watermark is safe: such a change is already in the stream
-        with the state the chunk would show."""
-        with self._lock:
-            self._window_inbox.append(("open", window))
-
-    def submit_high_watermark(self, window_id: str, marker: str, columns: tuple[str, ...]) -> None:
-        """Read-only mode: the server's executed position right after the chunk read; the
-        window is released once the log has passed it."""
-        with self._lock:
-            self._window_inbox.append(("hw", (window_id, marker, columns)))
-
-    def _take_windows(self) -> None:
-        with self._lock:
-            pending, self._window_inbox = list(self._window_inbox), deque()
-        for kind, payload in pending:
-            if kind == "open":
-                payload.in_log = False  # no watermark rows: a restart reads its chunk again
-                self._canonical_bounds(payload)
-                self.tracker.open(payload)
-                with self.changed:
-                    self.changed.notify_all()
-            else:
-                window_id, marker, columns = payload
-                self._awaiting_hw[window_id] = (marker, columns)
-
-    def reached(self, marker: str) -> bool | None:
-        """Whether the log, as processed here, has reached a source position (None when
-        the connector cannot compare positions, e.g. without GTIDs)."""
-        if self.positions is None:
-            return None
-        return self.last_position is not None and self.positions.passed(self.last_position, marker)
-
-    def window_open(self, window_id: str) -> bool:
-        return any(w.id == window_id for w in self.tracker.open_windows())
-
-    def _release_passed(self, position: dict[str, Any], ts_ms: int) -> list[LogItem]:
-        """Windows whose HW position the log has now passed, each released in a
-        transaction of its own at this position's order key."""
-        out: list[LogItem] = []
-        for window_id, (marker, columns) in list(self._awaiting_hw.items()):
-            if not self.positions.passed(position, marker):
-                continue
-            del self._awaiting_hw[window_id]
-            window = next((w for w in self.tracker.open_windows() if w.id == window_id), None)
-            table = window.table if window else None
-            source = self.positions.source_block(position, table, ts_ms)
-            epoch, rank = self.positions.order(position)
-            begin = TransactionBegin(
-                f"snapshot-window-{window_id}", epoch, rank, ts_ms, position, synthetic=window_id
-            )
-            extra = {"begin": begin, "marker": marker, "columns": tuple(columns)}
-            released = self._finish_window(window_id, columns, None, 0, source, ts_ms, extra)
-            if released:
-                out.append(begin)
-                out.extend(released)
-                self._flush_state(out)
-                out.append(TransactionCommit(position, ts_ms))
-        return out
-
-    def replay_first(self, window_id: str) -> None:
-        """Have the next `process` start with the replay of this read-only release."""
-        self._replay_first = window_id
-
-    def replay_synthetic(self, window_id: str) -> list[LogItem]:
-        """After a restart inside a read-only release: the same transaction again (the
-        dispatcher suppresses what was delivered), then the log from before it."""
-        decided = self.staging.read_release(window_id)
-        if decided is None or decided.begin is None:
-            log.warning("the release of window %s cannot be replayed (its record is gone)", window_id)
-            return []
-        begin, window = decided.begin, decided.window
-        self.tracker.open(window)
-        columns = self.schemas[window.table].column_names if window.table in self.schemas else ()
-        released = self._finish_window(window_id, columns, None, 0, decided.source, begin.ts_ms)
-        out: list[LogItem] = [begin, *released]
-        self._flush_state(out)
-        out.append(TransactionCommit(begin.restart, begin.ts_ms))
-        return out
-
-    def busy(self) -> bool:
-        """A blocking snapshot is running: the streamer takes items from `drain`, not the log."""
-        return self._blocking is not None
-
-    def drain(self) -> list[LogItem]:
-        """The next chunk of a blocking snapshot; after the last one, the log items that
-        waited behind the signal (processed as usual)."""
-        run = self._blocking
-        assert run is not None
-        rows = run.next_chunk()
-        if rows is not None:
-            return rows
-        self._blocking = None
-        run.close()
-        log.info("blocking snapshot %s done: %d rows; streaming resumes", run.signal_id, run.rows)
-        finished = (*self.context.finished, run.summary())[-10:]
-        self._set(replace(self.context.remember(run.signal_id), finished=finished))
-        out: list[LogItem] = []
-        self._flush_state(out)
-        return out + self.process(run.deferred)
 
     def _flush_state(self, out: list[LogItem]) -> None:
         if self._state_changed:
@@ -437,7 +331,7 @@ class SnapshotStage:
                     "blocking snapshots are signalled through the signal table (source channel)"
                 )
             plans = [(self.schemas[TableId.parse(p.table)], p) for p in progress]
-            self._blocking = _BlockingRun(
+            self._blocking = BlockingRun(
                 action.id, plans, self.open_chunk_source(), action.chunk_size or self.chunk_size, item
             )
             log.info(
@@ -494,298 +388,11 @@ class SnapshotStage:
 
     # ------------------------------------------------------------------ windows
 
-    def _window_open(self, signal_id: str, data: Any) -> None:
-        try:
-            d = orjson.loads(data)
-            snapshot = self.context.find(d["snapshot"])
-            table_id = TableId.parse(d["table"])
-            window = Window(
-                d["window"],
-                d["snapshot"],
-                table_id,
-                decode_key(d["lo"]),
-                decode_key(d["hi"]),
-                bool(d.get("exact")),
-                tuple(d["key"]),
-                index=d.get("index"),
-                of=d.get("of"),
-            )
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, TidemarkError) as exc:
-            log.error("ignoring malformed window-open watermark %s: %s", signal_id, exc)
-            return
-        if snapshot is None:
-            return  # a watermark of a snapshot that was stopped or finished
-        self._canonical_bounds(window)
-        if not self._stale(window):
-            self.tracker.open(window)
-
-    def _window_close(self, item: RowChange, data: Any) -> list[LogItem]:
-        try:
-            d = orjson.loads(data)
-            window_id, columns, staged_uri = d["window"], tuple(d["columns"]), d.get("staged")
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            log.error("ignoring malformed window-close watermark: %s", exc)
-            return []
-        return self._finish_window(
-            window_id,
-            columns,
-            staged_uri,
-            int(d.get("rows", 0)),
-            item.source,
-            item.ts_ms,
-            shaped=d.get("shaped"),
-        )
-
-    def _finish_window(
-        self,
-        window_id: str,
-        columns: tuple[str, ...],
-        staged_uri: str | None,
-        staged_rows: int,
-        source: dict[str, Any],
-        ts_ms: int,
-        extra: dict[str, Any] | None = None,
-        shaped: str | None = None,
-    ) -> list[LogItem]:
-        """The log passed a window's HW: its release, as items to put in the HW's place.
-        `shaped`: the digest of the staged form the chunk job wrote the rows in (None: the
-        table's own rows)."""
-        window = self.tracker.close(window_id)
-        try:
-            decided = self.staging.read_release(window_id)
-            if decided is not None:
-                window = decided.window  # this HW was processed before a restart: release the same again
-            elif window is None:
-                log.info(
-                    "snapshot window %s closed but is not open here (a stale window, or one whose "
-                    "saved state is gone): nothing released",
-                    window_id,
-                )
-                return []
-            snapshot = self.context.find(window.snapshot_id)
-            schema = self.schemas.get(window.table)
-            if snapshot is None or schema is None:
-                return []
-            progress = next(t for t in snapshot.tables if t.table == str(window.table))
-            if progress.done or (window.index is not None and window.index in progress.done_windows):
-                return []  # a planned window released before (the reader ran again)
-            if window.schema_changed or schema.column_names != columns:
-                self._read_again(snapshot, progress, window, "the table's schema changed inside the window")
-                return []
-            if decided is not None:
-                shaped = decided.shaped
-            form = self._form(schema, window, shaped)
-            if shaped is not None and form is None:
-                self._read_again(snapshot, progress, window, "its rows were staged under other column rules")
-                return []
-            key_of = self.keys.key_of(schema, window.key_columns, form.columns if form else columns)
-            if key_of is None:
-                self._read_again(
-                    snapshot, progress, window, "its key columns are not among the staged columns"
-                )
-                return []
-            # A read-only release (`extra`: its synthetic BEGIN, HW position, columns) is not in
-            # the log; what a restart needs to release it again identically is kept with it.
-            keep = ReleaseDecision(window, source, shaped, **(extra or {}))
-            if snapshot.release == "lakehouse" and staged_uri:
-                out: list[LogItem] = [
-                    self._release_record(source, ts_ms, snapshot, window, schema, staged_uri, staged_rows)
-                ]
-                released, dropped = staged_rows, 0
-                if decided is None:
-                    self.staging.write_release(window_id, keep)
-            else:
-                if decided is not None:
-                    rows, dropped = list(decided.rows or ()), decided.dropped
-                else:
-                    try:
-                        staged = (
-                            read_parquet(staged_uri, form.columns if form else columns)
-                            if staged_uri
-                            else self.staging.read(window_id)
-                        )
-                    except StagingError as exc:
-                        self._read_again(snapshot, progress, window, str(exc))
-                        return []
-                    result = release(window, staged, key_of)
-                    rows, dropped = result.rows, result.dropped
-                    self.staging.write_release(window_id, replace(keep, rows=tuple(rows), dropped=dropped))
-                out = [
-                    RowChange(
-                        schema, OP_READ, None, row, _snapshot_source(source, window.table, i), ts_ms, form
-                    )
-                    for i, row in enumerate(rows)
-                ]
-                released = len(rows)
-            progress = self._advance(progress, window, released, dropped)
-            released_seq = self.context.released + 1
-            self._staged_by_release[released_seq] = window_id
-            self._set(replace(self.context.put(snapshot.with_table(progress)), released=released_seq))
-            self._retire_windows()
-            if progress.done:
-                log.info(
-                    "snapshot %s of %s done: %d rows released, %d dropped as superseded by the stream",
-                    snapshot.id,
-                    window.table,
-                    progress.rows_released,
-                    progress.rows_dropped,
-                )
-            return out
-        finally:
-            # Only now may the chunk reader move on: the state above is final for this window.
-            self._passed.append(window_id)
-            with self.changed:
-                self.changed.notify_all()
-
-    def _read_again(self, snapshot: Snapshot, progress: TableProgress, window: Window, why: str) -> None:
-        """A window that cannot be released. The in-process reader reads its table on
-        from the last released key anyway; a planned window (of an external reader such as
-        the Spark chunk job) is queued for the streamer's own reader to read again, so the
-        snapshot finishes without another run of the job."""
-        if window.index is None:
-            log.warning("snapshot window %s of %s: %s; reading the chunk again", window.id, window.table, why)
-            return
-        log.warning(
-            "snapshot window %s of %s (%d of %s): %s; the streamer reads it again",
-            window.id,
-            window.table,
-            window.index + 1,
-            window.of or "?",
-            why,
-        )
-        again = ReadAgain(window.index, window.of, window.lo, window.hi, window.exact_range)
-        if any(r.index == again.index for r in progress.read_again):
-            return
-        updated = replace(progress, read_again=(*progress.read_again, again))
-        self._set(self.context.put(snapshot.with_table(updated)))
-
-    def _stale(self, window: Window) -> bool:
-        """A window that can never be released: its snapshot or table is finished, or its
-        range was released by another window (the reader ran again, or read it again
-        after a restart). Its HW, if it ever comes, releases nothing."""
-        snapshot = self.context.find(window.snapshot_id)
-        progress = (
-            next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
-        )
-        if progress is None or progress.done:
-            return True
-        if window.index is not None:
-            return window.index in progress.done_windows
-        schema = self.schemas.get(window.table)
-        lo = self.keys.canonical(schema, window.key_columns, progress.lo) if schema else progress.lo
-        return lo != window.lo
-
-    def _retire_windows(self) -> None:
-        """Forget stale windows whose watermarks are in the log (see `_stale`); without
-        this, the LW of a chunk job killed before its HW would keep a window open forever."""
-        for window in self.tracker.open_windows():
-            if window.in_log and self._stale(window):
-                self.tracker.close(window.id)
-
-    def _restore_open_windows(self) -> None:
-        """The windows open at the last offset commit, with the keys they recorded."""
-        for window in self._window_file.load():
-            if not self._stale(window):
-                self.tracker.open(window)
-        self._saved_windows = self.tracker.changes
-
-    def before_commit(self) -> None:
-        """Called before an offset is committed: the open windows and their keys, on disk
-        first (only when they changed), so the offset never gets ahead of them."""
-        if self.tracker.changes != self._saved_windows:
-            self._window_file.save(self.tracker.open_windows())
-            self._saved_windows = self.tracker.changes
-
-    def _form(self, schema: TableSchema, window: Window, shaped: str | None) -> StagedForm | None:
-        """The staged form a window's rows were written in, if the chunk job shaped them
-        (`shaped`, its digest), and if this streamer's column rules give the same form;
-        None otherwise, and the window is read again."""
-        if shaped is None:
-            return None
-        form = self.staged_form(schema, window.key_columns) if self.staged_form else None
-        if form is None or form.digest != shaped:
-            return None
-        return form
-
-    @staticmethod
-    def _advance(progress: TableProgress, window: Window, released: int, dropped: int) -> TableProgress:
-        common = {
-            "windows_done": progress.windows_done + 1,
-            "rows_released": progress.rows_released + released,
-            "rows_dropped": progress.rows_dropped + dropped,
-        }
-        if window.index is None:  # sequential windows: the next starts after this one
-            return replace(progress, lo=window.hi, done=window.hi is None, **common)
-        done = tuple(sorted({*progress.done_windows, window.index}))
-        total = window.of or progress.windows_total
-        return replace(
-            progress,
-            done_windows=done,
-            windows_total=total,
-            done=total is not None and len(done) >= total,
-            read_again=tuple(r for r in progress.read_again if r.index != window.index),
-            **common,
-        )
-
-    def _release_record(
-        self,
-        source: dict[str, Any],
-        ts_ms: int,
-        snapshot: Snapshot,
-        window: Window,
-        schema: TableSchema,
-        staged: str,
-        rows: int,
-    ) -> SnapshotRelease:
-        """The lakehouse fast path: the merge applies the staged file minus the keys the
-        stream changed inside the window, at this point's order key."""
-        return SnapshotRelease(
-            schema,
-            snapshot.id,
-            window.id,
-            staged,
-            rows,
-            window.key_columns,
-            sorted(window.recorded, key=repr),
-            _snapshot_source(source, window.table, 0),
-            ts_ms,
-        )
-
-    def window_passed(self, window_id: str) -> bool:
-        return window_id in self._passed
-
     def after_commit(self, snapshot_state: dict[str, Any] | None) -> None:
         """A committed offset carries `released`: windows up to it will never be replayed."""
         upto = int((snapshot_state or {}).get("released", 0))
         for seq in [s for s in self._staged_by_release if s <= upto]:
             self.staging.delete(self._staged_by_release.pop(seq))
-
-    def _rearm_read_only_releases(self) -> None:
-        """A read-only release is not in the log. If the committed state is from before one
-        (its window's range not yet passed), wait for its HW position again: the log will
-        pass it at the same point and release exactly the same rows with the same order key,
-        instead of the range being read (and released) a second time."""
-        for window_id in self.staging.windows():
-            decided = self.staging.read_release(window_id)
-            if not decided or decided.marker is None:
-                continue
-            window = decided.window
-            snapshot = self.context.find(window.snapshot_id)
-            progress = (
-                next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
-            )
-            if progress is not None and not progress.done and progress.lo == window.lo:
-                self.tracker.open(window)
-                self._awaiting_hw[window_id] = (decided.marker, tuple(decided.columns or ()))
-
-    def _clean_staging(self) -> None:
-        """Staged windows of snapshots no longer in the (committed) state can never be released."""
-        for window_id in self.staging.windows():
-            decided = self.staging.read_release(window_id)
-            # In-process window ids start with their snapshot's id; a decision names its window.
-            snapshot_id = decided.window.snapshot_id if decided else window_id.split(".", 1)[0]
-            if self.context.find(snapshot_id) is None:
-                self.staging.delete(window_id)
 
     def _set(self, context: SnapshotContext) -> None:
         self.context = context
@@ -806,81 +413,6 @@ class SnapshotStage:
             last = max((self._activity.get(i, self._started) for i in ids), default=self._started)
             entry["idle_ms"] = int((now - last) * 1000)
         return {**progress, "open_windows": len(self.tracker)}
-
-
-class _BlockingRun:
-    """A blocking snapshot: tables read chunk after chunk while streaming waits. Its rows
-    take the signal's place in the log (inside its transaction, with its order key)."""
-
-    def __init__(
-        self,
-        signal_id: str,
-        plans: list[tuple[TableSchema, TableProgress]],
-        source: Any,
-        chunk_size: int,
-        signal_item: RowChange,
-    ) -> None:
-        self.signal_id = signal_id
-        self.plans = plans
-        self.source = source
-        self.chunk_size = chunk_size
-        self.signal_item = signal_item
-        self.deferred: list[LogItem] = []
-        self.table = 0
-        self.lo: tuple[Any, ...] | None = None
-        self.rows = 0
-        self.per_table: dict[str, int] = {}
-
-    def next_chunk(self) -> list[LogItem] | None:
-        from cdc_core.snapshot.chunks import ChunkPlan
-
-        while self.table < len(self.plans):
-            schema, progress = self.plans[self.table]
-            condition = (
-                parse_condition(progress.condition, schema.column_names) if progress.condition else None
-            )
-            plan = ChunkPlan(schema, progress.key, condition)
-            hi = self.source.next_boundary(plan, self.lo, self.chunk_size)
-            rows = self.source.read_chunk(plan, self.lo, hi)
-            last_table = self.table == len(self.plans) - 1
-            if hi is None:
-                self.table, self.lo = self.table + 1, None
-            else:
-                self.lo = hi
-            if not rows:
-                continue
-            item = self.signal_item
-            out: list[LogItem] = []
-            for i, row in enumerate(rows):
-                marker = "last" if hi is None and last_table and i == len(rows) - 1 else "true"
-                source = {
-                    **item.source,
-                    "db": schema.id.database,
-                    "table": schema.id.table,
-                    "snapshot": marker,
-                    "row": self.rows + i,
-                }
-                out.append(RowChange(schema, OP_READ, None, row, source, item.ts_ms))
-            self.rows += len(rows)
-            self.per_table[str(schema.id)] = self.per_table.get(str(schema.id), 0) + len(rows)
-            return out
-        return None
-
-    def close(self) -> None:
-        self.source.close()
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "id": self.signal_id,
-            "signal_id": self.signal_id,
-            "kind": "blocking",
-            "finished_ms": int(time.time() * 1000),
-            "tables": [{"table": t, "rows_released": n, "done": True} for t, n in self.per_table.items()],
-        }
-
-
-def _snapshot_source(source: dict[str, Any], table: TableId, row: int) -> dict[str, Any]:
-    return {**source, "db": table.database, "table": table.table, "snapshot": "incremental", "row": row}
 
 
 def _new_id() -> str:

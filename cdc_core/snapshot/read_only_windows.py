@@ -1,0 +1,121 @@
+"""Read-only windows (`read.only`): log positions stand in for watermark rows.
+
+The chunk reader records the position before and after reading a chunk; the window is
+released once the log has passed the position read after it, as a synthetic transaction
+that is not in the log. So a restart that resumes before that point waits for the same
+position again and releases the same rows with the same order key (`replay_synthetic`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from cdc_core.snapshot.windows import Window
+from cdc_core.source import LogItem, TransactionBegin, TransactionCommit
+
+log = logging.getLogger("tidemark.snapshot")
+
+
+class ReadOnlyWindows:
+    """The snapshot stage's read-only window protocol (a part of `SnapshotStage`)."""
+
+    def submit_window(self, window: Window) -> None:
+        """Read-only mode: open a window now (before the chunk is read). Recording keys
+        from before the low watermark is safe: such a change is already in the stream
+        with the state the chunk would show."""
+        with self._lock:
+            self._window_inbox.append(("open", window))
+
+    def submit_high_watermark(self, window_id: str, marker: str, columns: tuple[str, ...]) -> None:
+        """Read-only mode: the server's executed position right after the chunk read; the
+        window is released once the log has passed it."""
+        with self._lock:
+            self._window_inbox.append(("hw", (window_id, marker, columns)))
+
+    def _take_windows(self) -> None:
+        with self._lock:
+            pending, self._window_inbox = list(self._window_inbox), deque()
+        for kind, payload in pending:
+            if kind == "open":
+                payload.in_log = False  # no watermark rows: a restart reads its chunk again
+                self._canonical_bounds(payload)
+                self.tracker.open(payload)
+                with self.changed:
+                    self.changed.notify_all()
+            else:
+                window_id, marker, columns = payload
+                self._awaiting_hw[window_id] = (marker, columns)
+
+    def reached(self, marker: str) -> bool | None:
+        """Whether the log, as processed here, has reached a source position (None when
+        the connector cannot compare positions, e.g. without GTIDs)."""
+        if self.positions is None:
+            return None
+        return self.last_position is not None and self.positions.passed(self.last_position, marker)
+
+    def window_open(self, window_id: str) -> bool:
+        return any(w.id == window_id for w in self.tracker.open_windows())
+
+    def _release_passed(self, position: dict[str, Any], ts_ms: int) -> list[LogItem]:
+        """Windows whose HW position the log has now passed, each released in a
+        transaction of its own at this position's order key."""
+        out: list[LogItem] = []
+        for window_id, (marker, columns) in list(self._awaiting_hw.items()):
+            if not self.positions.passed(position, marker):
+                continue
+            del self._awaiting_hw[window_id]
+            window = next((w for w in self.tracker.open_windows() if w.id == window_id), None)
+            table = window.table if window else None
+            source = self.positions.source_block(position, table, ts_ms)
+            epoch, rank = self.positions.order(position)
+            begin = TransactionBegin(
+                f"snapshot-window-{window_id}", epoch, rank, ts_ms, position, synthetic=window_id
+            )
+            extra = {"begin": begin, "marker": marker, "columns": tuple(columns)}
+            released = self._finish_window(window_id, columns, None, 0, source, ts_ms, extra)
+            if released:
+                out.append(begin)
+                out.extend(released)
+                self._flush_state(out)
+                out.append(TransactionCommit(position, ts_ms))
+        return out
+
+    def replay_first(self, window_id: str) -> None:
+        """Have the next `process` start with the replay of this read-only release."""
+        self._replay_first = window_id
+
+    def replay_synthetic(self, window_id: str) -> list[LogItem]:
+        """After a restart inside a read-only release: the same transaction again (the
+        dispatcher suppresses what was delivered), then the log from before it."""
+        decided = self.staging.read_release(window_id)
+        if decided is None or decided.begin is None:
+            log.warning("the release of window %s cannot be replayed (its record is gone)", window_id)
+            return []
+        begin, window = decided.begin, decided.window
+        self.tracker.open(window)
+        columns = self.schemas[window.table].column_names if window.table in self.schemas else ()
+        released = self._finish_window(window_id, columns, None, 0, decided.source, begin.ts_ms)
+        out: list[LogItem] = [begin, *released]
+        self._flush_state(out)
+        out.append(TransactionCommit(begin.restart, begin.ts_ms))
+        return out
+
+    def _rearm_read_only_releases(self) -> None:
+        """A read-only release is not in the log. If the committed state is from before one
+        (its window's range not yet passed), wait for its HW position again: the log will
+        pass it at the same point and release exactly the same rows with the same order key,
+        instead of the range being read (and released) a second time."""
+        for window_id in self.staging.windows():
+            decided = self.staging.read_release(window_id)
+            if not decided or decided.marker is None:
+                continue
+            window = decided.window
+            snapshot = self.context.find(window.snapshot_id)
+            progress = (
+                next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
+            )
+            if progress is not None and not progress.done and progress.lo == window.lo:
+                self.tracker.open(window)
+                self._awaiting_hw[window_id] = (decided.marker, tuple(decided.columns or ()))

@@ -36,6 +36,7 @@ from cdc_core.events.envelope import (
 )
 from cdc_core.filters import ColumnRules, RowShaper, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
+from cdc_core.schema.model import TableId
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.source import (
     LogItem,
@@ -144,14 +145,14 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ topics, shapers
 
-    def topic_for(self, database: str, table: str) -> str:
-        return f"{self.prefix}.{database}.{table}"
+    def topic_for(self, table: TableId) -> str:
+        return f"{self.prefix}.{table.topic_suffix()}"
 
     def _shaper(self, schema: Any) -> _ShaperEntry:
         entry = self._shapers.get(id(schema))
         if entry is not None and entry.schema is schema:
             return entry
-        topic = self.topic_for(schema.id.database, schema.id.table)
+        topic = self.topic_for(schema.id)
         shaper = RowShaper(schema, topic, self.rules, self.types)
         envelope = connect_schema.envelope_schema(
             topic, shaper.row_schema, self.source_schema, self.txn_metadata

@@ -15,20 +15,36 @@ from typing import Any
 
 @dataclass(frozen=True, order=True)
 class TableId:
-    """A captured table: `database.table` in MySQL terms (schema-qualified elsewhere)."""
+    """A captured table, in its source's terms: `database.table` (MySQL, MongoDB's
+    `database.collection`, Vitess's `keyspace.table`) or `database.schema.table` (Oracle).
+    Its string form is how signals' data-collections and filters name it."""
 
     database: str
     table: str
+    schema: str | None = None
 
     def __str__(self) -> str:
-        return f"{self.database}.{self.table}"
+        if self.schema is None:
+            return f"{self.database}.{self.table}"
+        return f"{self.database}.{self.schema}.{self.table}"
+
+    def topic_suffix(self) -> str:
+        """What follows `<topic.prefix>.` in the table's topic, as Debezium names it: the
+        schema and the table where there are schemas (`<prefix>.<schema>.<table>`), the
+        database and the table otherwise."""
+        return f"{self.schema if self.schema is not None else self.database}.{self.table}"
 
     @classmethod
-    def parse(cls, text: str) -> TableId:
-        database, sep, table = text.partition(".")
-        if not sep or not database or not table:
-            raise ValueError(f"table id {text!r} is not of the form database.table")
-        return cls(database, table)
+    def parse(cls, text: str, parts: int = 2) -> TableId:
+        """`database.table`, or with `parts=3` `database.schema.table` (the table's own
+        name may hold dots: it is everything after the leading parts)."""
+        pieces = text.split(".", parts - 1)
+        if len(pieces) != parts or not all(pieces):
+            form = "database.table" if parts == 2 else "database.schema.table"
+            raise ValueError(f"table id {text!r} is not of the form {form}")
+        if parts == 2:
+            return cls(pieces[0], pieces[1])
+        return cls(pieces[0], pieces[2], pieces[1])
 
 
 @dataclass(frozen=True)
@@ -112,6 +128,7 @@ class TableSchema:
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "database": self.id.database,
+            **({"schema": self.id.schema} if self.id.schema is not None else {}),
             "table": self.id.table,
             "columns": [c.to_json() for c in self.columns],
             "primary_key": list(self.primary_key),
@@ -124,7 +141,7 @@ class TableSchema:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TableSchema:
         return cls(
-            id=TableId(data["database"], data["table"]),
+            id=TableId(data["database"], data["table"], data.get("schema")),
             columns=tuple(Column.from_json(c) for c in data["columns"]),
             primary_key=tuple(data.get("primary_key", ())),
             charset=data.get("charset"),

@@ -35,3 +35,16 @@ def test_mysql_gtid_set_round_trip_and_rank():
 @pytest.mark.parametrize(("name", "index"), [("mariadb-bin.000042", 42), ("binlog.1000000", 1000000)])
 def test_binlog_file_index(name, index):
     assert binlog_file_index(name) == index
+
+
+def test_a_table_id_holds_a_schema_part_and_names_its_topic_as_debezium_does():
+    from cdc_core.schema.model import TableId, TableSchema
+
+    mysql, oracle = TableId("shop", "orders"), TableId("ORCLPDB1", "CUSTOMERS", "INVENTORY")
+    assert (str(mysql), mysql.topic_suffix()) == ("shop.orders", "shop.orders")
+    assert (str(oracle), oracle.topic_suffix()) == ("ORCLPDB1.INVENTORY.CUSTOMERS", "INVENTORY.CUSTOMERS")
+    assert TableId.parse("ORCLPDB1.INVENTORY.CUSTOMERS", parts=3) == oracle
+    assert TableId.parse("shop.my.table") == TableId("shop", "my.table")  # a dot in a MySQL table name
+    schema = TableSchema(oracle, ())
+    assert TableSchema.from_json(schema.to_json()).id == oracle
+    assert "schema" not in TableSchema(mysql, ()).to_json()  # histories written before read alike

@@ -64,13 +64,15 @@ class TransactionCommit:
 
 @dataclass(slots=True)
 class SchemaChange:
-    """A DDL statement, applied to the schema timeline as entry `history_seq`.
+    """A change of table definitions, applied to the schema timeline as entry `history_seq`.
 
-    `tables` are the affected tables' schemas after the change (a dropped table is
-    absent); `position` resumes after the statement.
+    `ddl` is the statement where the source has one (None for a document source, whose
+    collections change shape without DDL: the schema-change event then carries the new
+    definitions alone). `tables` are the affected tables' schemas after the change (a
+    dropped table is absent); `position` resumes after the change.
     """
 
-    ddl: str
+    ddl: str | None
     database: str | None
     kind: str
     affected: tuple[TableId, ...]

@@ -140,3 +140,28 @@ def test_kill_9_inside_a_large_transaction_loses_nothing_and_repeats_identically
     assert len({e["transaction"]["id"] for e in events}) == 1
     assert seen_at_kill == sorted(seen_at_kill)
     assert len(events) - rows < rows  # only an unacknowledged tail repeats
+
+
+def test_a_column_added_mid_stream_is_in_every_event_after_it(source, ns, tmp_path):
+    source.create_table(ns, "t", {"id": "int", "v": "int"}, ["id"])
+    c = source.connector(tmp_path, ns, {"include.schema.changes": True})
+    topic = source.topic(c, ns, "t")
+    with running_in_process(c):
+        source.apply(ns, [Insert("t", {"id": 1, "v": 1})])
+        source.add_column(ns, "t", "note", "text")
+        source.apply(ns, [Insert("t", {"id": 2, "v": 2, "note": "new"}), Update("t", {"id": 1}, {"v": 3})])
+        wait_for(lambda: len(payloads(c, topic)) >= 3, 60, message="the events")
+    first, second, third = payloads(c, topic)
+    assert first["after"] == {"id": 1, "v": 1}
+    assert second["after"] == {"id": 2, "v": 2, "note": "new"}
+    assert third["before"] == {"id": 1, "v": 1, "note": None} and third["after"] == {
+        "id": 1,
+        "v": 3,
+        "note": None,
+    }
+    changes = payloads(c, c.prefix)  # the schema-change topic: the new definition of t
+    assert any(
+        [col["name"] for col in change["table"]["columns"]] == ["id", "v", "note"]
+        for event in changes
+        for change in event.get("tableChanges", [])
+    )

@@ -58,9 +58,9 @@ class SnapshotProgress:
     def describe(self) -> str:
         running = [t for t in self.tasks.items() if t[1] in ("running", "deferred", "queued", "up_for_retry")]
         tasks = ", ".join(f"{task} {state}" for task, state in running) or "-"
-        snapshots = (status_document(self.config, check_source=False).get("snapshots") or {}).get(
-            "running", []
-        )
+        progress = status_document(self.config, check_source=False).get("snapshots") or {}
+        # (a snapshot that finished between two polls is shown finished, not as still awaited)
+        snapshots = progress.get("running") or progress.get("finished", [])[-1:]
         if not snapshots:
             return f"    snapshot: waiting for the streamer to take the signal · tasks: {tasks}"
         tables = snapshots[0]["tables"]

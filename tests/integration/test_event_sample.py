@@ -9,15 +9,14 @@ two runs is replaced before the comparison, each by a placeholder of its own: th
 database's name, GTIDs and transaction ranks (numbered in order), binlog file names and
 positions, thread ids, processing times, the run id and Tidemark's version.
 
-An intended format change re-records the sample (and says so in its commit):
-
-    TIDEMARK_RECORD_EVENT_SAMPLE=1 pytest tests/integration/test_event_sample.py
+Every run writes what it got next to its other files (`events.jsonl` in the test's
+temporary folder, named in a failure's message); an intended format change copies that file
+over the sample (and says so in its commit).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -59,15 +58,18 @@ def test_a_fixed_workload_gives_the_recorded_events_byte_for_byte(tmp_path, mari
         if proc.poll() is None:
             proc.kill()
     lines = normalised_lines(connector.eventlog, scratch_db)
-    if os.environ.get("TIDEMARK_RECORD_EVENT_SAMPLE"):
-        SAMPLE.parent.mkdir(exist_ok=True)
-        SAMPLE.write_text("".join(line + "\n" for line in lines))
-        pytest.skip(f"recorded {len(lines)} records into {SAMPLE}")
+    got = tmp_path / "events.jsonl"
+    got.write_text("".join(line + "\n" for line in lines))
     recorded = SAMPLE.read_text().splitlines()
     assert len(recorded) > 60
-    assert len(lines) == len(recorded), f"{len(lines)} records, {len(recorded)} recorded in {SAMPLE.name}"
+    hint = f"(this run's events: {got}; copy it over {SAMPLE} if the change is intended)"
+    assert len(lines) == len(recorded), (
+        f"{len(lines)} records, {len(recorded)} recorded in {SAMPLE.name} {hint}"
+    )
     differing = [first_difference(a, b) for a, b in zip(recorded, lines, strict=True) if a != b]
-    assert not differing, f"{len(differing)} records differ from {SAMPLE.name}:\n" + "\n".join(differing[:10])
+    assert not differing, f"{len(differing)} records differ from {SAMPLE.name} {hint}:\n" + "\n".join(
+        differing[:10]
+    )
 
 
 def first_difference(recorded: str, now: str) -> str:

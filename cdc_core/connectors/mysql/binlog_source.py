@@ -23,19 +23,10 @@ dies all the same died on its own, and that is a failure.
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import logging
-import multiprocessing
-import multiprocessing.util  # its exit handler must be registered before ours (see below)
-import os
-import signal
 import time
-import weakref
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from multiprocessing import resource_tracker
-from multiprocessing.connection import Connection
 from typing import Any
 
 import pymysql
@@ -43,10 +34,12 @@ import pymysql
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.mysql import binlog_decoder as dec
 from cdc_core.connectors.mysql import ddl, server
+from cdc_core.connectors.mysql.decoder_process import DecoderProcess, SourceConnectionLost
+from cdc_core.connectors.mysql.position_watermarks import GtidWatermarks
 from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION, source_schema
 from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
-from cdc_core.errors import PositionLostError, SchemaMismatchError, SourceUnavailableError, TidemarkError
+from cdc_core.errors import PositionLostError, SchemaMismatchError, TidemarkError
 from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE, OP_UPDATE
 from cdc_core.filters import TableFilter
 from cdc_core.schema.history import SchemaHistory
@@ -68,56 +61,6 @@ ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 ACCESS_ERRORS = {1044, 1045, 1142, 1227, 1370, 1698}
 
 
-# Running decoder processes → the pid of the process that started each (not a fork of it).
-_decoders: weakref.WeakKeyDictionary[multiprocessing.process.BaseProcess, int] = weakref.WeakKeyDictionary()
-
-
-@atexit.register
-def _kill_decoders() -> None:
-    """multiprocessing's exit handler (which runs after this one) stops daemonic children
-    with SIGTERM and waits for them: a decoder, which ignores SIGTERM, left running by a
-    path that did not close its source would keep the interpreter from exiting."""
-    for process, owner in list(_decoders.items()):
-        if owner != os.getpid():
-            continue
-        with contextlib.suppress(Exception):
-            process.kill()
-            process.join(10)
-
-
-class SourceConnectionLost(SourceUnavailableError):
-    """The connection to the database dropped; the streamer restarts from its offset."""
-
-
-class PositionWatermarks:
-    """Positions as watermarks: a window opens before its chunk is read, and its rows are
-    released once the binlog has passed the server's GTID position read right after it."""
-
-    def __init__(self, source: BinlogSource) -> None:
-        assert source.info is not None
-        self.state = MariaDbGtidState if source.info.mariadb else MySqlGtidSet
-        self.source = source
-
-    def passed(self, position: Mapping[str, Any], marker: str) -> bool:
-        gtids = position.get("gtids")
-        return gtids is not None and self.state.parse(gtids).succeeds(self.state.parse(marker))
-
-    def order(self, position: Mapping[str, Any]) -> tuple[int, int]:
-        return int(position.get("epoch", 0)), self.state.parse(position.get("gtids")).rank()
-
-    def source_block(self, position: Mapping[str, Any], table: TableId | None, ts_ms: int) -> dict[str, Any]:
-        block = self.source._source_block(
-            table.database if table else "",
-            table.table if table else None,
-            ts_ms,
-            None,
-            int(position.get("pos", 0)),
-            0,
-        )
-        block["file"] = position.get("file", block["file"])
-        return block
-
-
 class BinlogSource:
     """`cdc_core.source.Source` for MySQL and MariaDB."""
 
@@ -136,8 +79,7 @@ class BinlogSource:
         self.modes = TypeModes.from_config(config)
         self.info: server.ServerInfo | None = None
         self.tables: dict[TableId, TableSchema] = {}
-        self._decoder: multiprocessing.process.BaseProcess | None = None
-        self._pipe: Connection | None = None
+        self._decoder: DecoderProcess | None = None
         self._stopping = False
         self._checked: dict[tuple[TableId, tuple[str | None, ...]], TableSchema] = {}
         # log state
@@ -204,14 +146,10 @@ class BinlogSource:
 
     def _receive(self, timeout: float) -> list[tuple[Any, ...]] | None:
         """The next batch of event records from the decoder, or None after `timeout`."""
-        pipe = self._pipe
-        assert pipe is not None
-        try:
-            if not pipe.poll(timeout):
-                return None
-            message = pipe.recv()
-        except (EOFError, OSError):
-            raise SourceConnectionLost("the binlog decoder process exited unexpectedly") from None
+        assert self._decoder is not None
+        message = self._decoder.receive(timeout)
+        if message is None:
+            return None
         if message[0] == dec.EVENTS:
             return message[1]
         raise self._failure(message, "lost the binlog connection to")
@@ -228,11 +166,11 @@ class BinlogSource:
     def current_tables(self) -> Mapping[TableId, TableSchema]:
         return self.tables
 
-    def position_watermarks(self) -> PositionWatermarks:
+    def position_watermarks(self) -> GtidWatermarks:
         """Read-only snapshots: executed-GTID positions stand in for watermark rows."""
         if self.info is None or self.gtids is None:
             raise TidemarkError("read.only snapshots need GTIDs (MariaDB, or MySQL with gtid_mode=ON)")
-        return PositionWatermarks(self)
+        return GtidWatermarks(self)
 
     def chunk_source(self) -> Any:
         from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
@@ -243,15 +181,8 @@ class BinlogSource:
         self._stopping = True
 
     def close(self) -> None:
-        if self._pipe is not None:
-            with contextlib.suppress(Exception):
-                self._pipe.close()
-            self._pipe = None
         if self._decoder is not None:
-            # It ignores SIGTERM (see the module docstring) and holds no state that matters.
-            self._decoder.kill()
-            self._decoder.join(10)
-            _decoders.pop(self._decoder, None)
+            self._decoder.close()
             self._decoder = None
 
     def status(self, offset: Mapping[str, Any] | None) -> SourceStatus:
@@ -384,33 +315,16 @@ class BinlogSource:
         else:
             kwargs["log_file"] = position["file"]
             kwargs["log_pos"] = position["pos"]
-        context = multiprocessing.get_context("spawn")
-        parent, child = context.Pipe(duplex=False)
-        self._pipe = parent
-        self._decoder = context.Process(
-            target=dec.run,
-            args=(child, kwargs, self.tables_filter, self.signal_table),
-            name=f"tidemark-binlog-decoder-{self.name}",
-            daemon=True,
+        self._decoder = DecoderProcess(
+            kwargs, self.tables_filter, self.signal_table, f"tidemark-binlog-decoder-{self.name}"
         )
-        # Started with the stop signals blocked (the mask survives fork and exec), so one
-        # sent to the process group while it starts up stays pending until `dec.run`
-        # ignores it. The resource tracker unblocks them when it starts: start it first.
-        resource_tracker.ensure_running()
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, dec.STOP_SIGNALS)
-        try:
-            self._decoder.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        _decoders[self._decoder] = os.getpid()
-        child.close()
         # The server checks the requested position when the dump starts, and the decoder
         # reads one event before it reports: a purged position fails here, at start.
         try:
-            message = parent.recv()
-        except (EOFError, OSError):
+            message = self._decoder.first()
+        except SourceConnectionLost:
             self.close()
-            raise SourceConnectionLost("the binlog decoder process exited before it started") from None
+            raise
         if message[0] == dec.FAILED:
             self.close()
             if (
@@ -547,7 +461,7 @@ class BinlogSource:
             return
         seq = self.history.append(query, database, position, ts_ms)
         self.history.maybe_checkpoint(self.tables, position)
-        source = self._source_block(database or "", None, ts_ms, gtid, end_pos, 0)
+        source = self.source_block_at(database or "", None, ts_ms, gtid, end_pos, 0)
         affected_schemas = tuple(self.tables[t] for t in outcome.affected if t in self.tables)
         batch.append(
             SchemaChange(
@@ -572,7 +486,7 @@ class BinlogSource:
         rank = self.gtids.rank() if self.gtids is not None else end_pos
         epoch = self.epoch if self.gtids is not None else binlog_file_index(self.file)
         batch.append(TransactionBegin(txn_id, epoch, rank, ts_ms, restart))
-        source = self._source_block(schema.id.database, schema.id.table, ts_ms, gtid, end_pos, 0)
+        source = self.source_block_at(schema.id.database, schema.id.table, ts_ms, gtid, end_pos, 0)
         batch.append(RowChange(schema, OP_TRUNCATE, None, None, source, ts_ms))
         batch.append(TransactionCommit(self._position(end_pos), ts_ms))
 
@@ -593,7 +507,7 @@ class BinlogSource:
             return
         ts_ms = timestamp * 1000
         gtid = self._pending_gtid
-        source_block = self._source_block
+        source_block = self.source_block_at
         append = batch.append
         if op == OP_UPDATE:
             for index, (before, after) in enumerate(rows):
@@ -650,7 +564,7 @@ class BinlogSource:
         self._checked[key] = schema
         return schema
 
-    def _source_block(
+    def source_block_at(
         self, db: str, table: str | None, ts_ms: int, gtid: str | None, pos: int, row: int
     ) -> dict[str, Any]:
         return {

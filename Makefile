@@ -6,7 +6,7 @@ PY := .venv/bin/python
 SERVICES := $(PY) -m scripts.services
 PYTEST_ARGS ?=
 
-.PHONY: help install system python jars up down status test test-unit demo bench lint fmt lock clean distclean
+.PHONY: help install system python jars stubs up down status test test-unit demo bench lint fmt lock clean distclean
 
 help:
 	@echo "make demo        run the main job through Airflow, from MariaDB to Delta"
@@ -17,7 +17,7 @@ help:
 	@echo "make lint        ruff"
 	@echo "make lock        re-resolve requirements.in into requirements.lock"
 
-install: system python jars
+install: system python jars stubs
 
 system:
 	@scripts/install_system.sh
@@ -27,6 +27,10 @@ python: system
 
 jars: system
 	@scripts/fetch_jars.sh
+
+# Python gRPC stubs of Vitess's VStream API, generated from the protos of the Vitess jar.
+stubs: python jars
+	@scripts/vitess_stubs.sh
 
 up: install
 	@$(SERVICES) up $(SERVICES_UP)
@@ -76,4 +80,4 @@ clean:
 
 # Stops the services and removes everything installed or generated in the tree.
 distclean: down clean
-	rm -rf .venv .jars .local
+	rm -rf .venv .jars .local cdc_core/connectors/vitess/generated

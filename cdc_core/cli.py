@@ -126,8 +126,9 @@ def _print_snapshots(progress: dict[str, Any], live: dict[str, Any] | None, stal
             print(f"{label:11s} {snap['id']} ({snap['kind']}, signal {snap['signal_id']}){flags}")
             for t in snap["tables"]:
                 total = t.get("windows_total") or "?"
+                name = t["table"] + (f"@{t['partition']}" if t.get("partition") else "")
                 print(
-                    f"  {t['table']:40s} windows {t.get('windows_done', 0)}/{total}  "
+                    f"  {name:40s} windows {t.get('windows_done', 0)}/{total}  "
                     f"rows {t.get('rows_released', 0)} released, {t.get('rows_dropped', 0)} dropped"
                     + (f", {t['read_again']} to read again" if t.get("read_again") else "")
                     + ("  done" if t.get("done") else "")

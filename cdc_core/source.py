@@ -193,6 +193,12 @@ class Source(Protocol):
         """A new connection for snapshot chunk reads and watermark writes."""
         ...
 
+    def partitions(self, table: TableId) -> tuple[str | None, ...]:
+        """The parts of the source with a log of their own that `table`'s rows live in, as
+        `SourceSession.partitions` gives them (`(None,)` for a source with one log): an
+        incremental snapshot reads each part in windows of its own."""
+        ...
+
     def position_watermarks(self) -> PositionWatermarks:
         """For read-only snapshots: this connector's log positions as watermarks (a
         TidemarkError when its positions cannot serve, e.g. MySQL without GTIDs)."""

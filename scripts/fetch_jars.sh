@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fetches the JVM artifacts named in jvm/pom.xml from Maven Central into the ignored
 # .jars/ folder: .jars/spark (Delta, Spark's Kafka source, MariaDB JDBC), .jars/kafka (the
-# Kafka broker) and .jars/debezium (Debezium's embedded engine and connectors), and
-# compiles the parity test's recorder (jvm/recorder/) into .jars/recorder. Idempotent:
-# skipped when neither the pom nor the recorder changed.
+# Kafka broker), .jars/debezium (Debezium's embedded engine and connectors) and
+# .jars/vitess (Vitess's gRPC client jar, for its .proto files), and compiles the parity
+# test's recorder (jvm/recorder/) into .jars/recorder. Idempotent: skipped when neither
+# the pom nor the recorder changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +19,7 @@ command -v javac >/dev/null || { echo "fetch_jars: javac not found (scripts/inst
 mkdir -p .jars
 log=.jars/maven.log
 : > "$log"
-for profile in spark kafka-broker debezium; do
+for profile in spark kafka-broker debezium vitess; do
   dest=.jars/${profile%-broker}
   rm -rf "$dest"
   if ! mvn -q -B -Dstyle.color=never -f jvm/pom.xml -P "$profile" dependency:copy-dependencies \
@@ -35,4 +36,4 @@ if ! javac -nowarn -d .jars/recorder -cp ".jars/debezium/*" jvm/recorder/*.java 
   exit 1
 fi
 echo "$want" > "$stamp"
-echo "fetch_jars: $(ls .jars/spark | wc -l) Spark jars, $(ls .jars/kafka | wc -l) Kafka broker jars, $(ls .jars/debezium | wc -l) Debezium jars in .jars/"
+echo "fetch_jars: $(ls .jars/spark | wc -l) Spark jars, $(ls .jars/kafka | wc -l) Kafka broker jars, $(ls .jars/debezium | wc -l) Debezium jars, $(ls .jars/vitess | wc -l) Vitess jar in .jars/"

@@ -75,35 +75,38 @@ def read_signal(session: SourceSession, signal_table: str, signal_id: str) -> Ex
 def plan_windows(
     config: ConnectorConfig, source: SourceSession, action: ExecuteSnapshot, chunk_size: int, shaping: Shaping
 ) -> list[dict[str, Any]]:
-    """Every window of every table: the same validation as the streamer, then boundaries
-    from the database in one pass per table."""
+    """Every window of every table (of every partition of a table, for a sharded source):
+    the same validation as the streamer, then boundaries from the database in one pass per
+    table and partition."""
     windows: list[dict[str, Any]] = []
     for requested in requested_tables(config, source, action, shaping):
         table, key, text = requested.table, requested.key, requested.condition_text
-        plan = ChunkPlan(requested.schema, key, requested.condition)
-        bounds: list[Any] = [
-            None,
-            *source.boundaries(plan, chunk_size),
-            None,
-        ]  # the last window runs to the end
-        spans = list(pairwise(bounds))
-        for index, (lo, hi) in enumerate(spans):
-            windows.append(
-                {
-                    "table": str(table),
-                    "key": list(key),
-                    "condition": text,
-                    "lo": encode_key(lo),
-                    "hi": encode_key(hi),
-                    "index": index,
-                    "of": len(spans),
-                    "exact": source.exact_key_order(plan),
-                }
-            )
+        for partition in source.partitions(requested.schema):
+            plan = ChunkPlan(requested.schema, key, requested.condition, partition)
+            bounds: list[Any] = [
+                None,
+                *source.boundaries(plan, chunk_size),
+                None,
+            ]  # the last window runs to the end
+            spans = list(pairwise(bounds))
+            for index, (lo, hi) in enumerate(spans):
+                windows.append(
+                    {
+                        "table": str(table),
+                        **({"partition": partition} if partition is not None else {}),
+                        "key": list(key),
+                        "condition": text,
+                        "lo": encode_key(lo),
+                        "hi": encode_key(hi),
+                        "index": index,
+                        "of": len(spans),
+                        "exact": source.exact_key_order(plan),
+                    }
+                )
     return windows
 
 
-def done_windows(config: ConnectorConfig, signal_id: str) -> dict[str, set[int]]:
+def done_windows(config: ConnectorConfig, signal_id: str) -> dict[tuple[str, str | None], set[int]]:
     """Windows of this snapshot the streamer has already released (committed offsets)."""
     from cdc_core.pipeline.streamer import StateLayout, open_offset_store
 
@@ -115,7 +118,7 @@ def done_windows(config: ConnectorConfig, signal_id: str) -> dict[str, set[int]]
     snapshot = SnapshotContext.from_json(offset.get("snapshot")).find(signal_id)
     if snapshot is None:
         return {}
-    return {t.table: set(t.done_windows) for t in snapshot.tables}
+    return {(t.table, t.partition): set(t.done_windows) for t in snapshot.tables}
 
 
 def open_window(source: SourceSession, signal_id: str, w: dict[str, Any]) -> str:
@@ -127,14 +130,21 @@ def open_window(source: SourceSession, signal_id: str, w: dict[str, Any]) -> str
         {
             "snapshot": signal_id,
             "window": window_id,
-            **{k: w[k] for k in ("table", "key", "lo", "hi", "exact", "index", "of")},
+            **{k: w[k] for k in ("table", "partition", "key", "lo", "hi", "exact", "index", "of") if k in w},
         },
+        w.get("partition"),
     )
     return window_id
 
 
 def close_window(
-    source: SourceSession, signal_id: str, window_id: str, form: StagedForm, rows: int, staged: str
+    source: SourceSession,
+    signal_id: str,
+    window_id: str,
+    form: StagedForm,
+    rows: int,
+    staged: str,
+    partition: str | None = None,
 ) -> None:
     """Write a window's high watermark: the table's columns (the streamer reads the chunk
     again if they changed) and the digest of the form its rows are staged in."""
@@ -149,6 +159,7 @@ def close_window(
             "rows": rows,
             "staged": staged,
         },
+        partition,
     )
 
 
@@ -174,22 +185,25 @@ def run_windows(
             forms[w["table"]] = form
             schema = form.schema
             condition = parse_condition(w["condition"], schema.column_names) if w["condition"] else None
-            plan = ChunkPlan(schema, tuple(w["key"]), condition)
+            partition = w.get("partition")
+            plan = ChunkPlan(schema, tuple(w["key"]), condition, partition)
             window_id = open_window(source, signal_id, w)
             rows = [
                 form.shape(row) for row in source.read_chunk(plan, decode_key(w["lo"]), decode_key(w["hi"]))
             ]
-            uri = f"{table_staging(staging, signal_id, table)}/{w['index']:06d}-{window_id}.parquet"
+            folder = table_staging(staging, signal_id, table, partition)
+            uri = f"{folder}/{w['index']:06d}-{window_id}.parquet"
             staged_types.write_window(uri, form, rows, lakehouse)
-            close_window(source, signal_id, window_id, form, len(rows), uri)
+            close_window(source, signal_id, window_id, form, len(rows), uri, partition)
             results.append({"table": w["table"], "index": w["index"], "rows": len(rows), "staged": uri})
     finally:
         source.close()
     return results
 
 
-def table_staging(staging: str, signal_id: str, table: TableId) -> str:
-    return f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}"
+def table_staging(staging: str, signal_id: str, table: TableId, partition: str | None = None) -> str:
+    part = "" if partition is None else f"@{partition}"
+    return f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}{part}"
 
 
 class JvmBatches:
@@ -213,13 +227,15 @@ class JvmBatches:
         signal_id: str,
         staging: str,
         lakehouse: bool = False,
+        partition: str | None = None,
     ) -> None:
         self.spark, self.source, self.form, self.signal_id = spark, source, form, signal_id
         self.lakehouse = lakehouse  # staged as the Delta table holds them, not as read
         self.schema = form.schema
         self.columns = list(self.schema.column_names)
         self.reader = reader
-        self.staging = table_staging(staging, signal_id, self.schema.id)
+        self.partition = partition
+        self.staging = table_staging(staging, signal_id, self.schema.id, partition)
 
     def run(self, windows: list[dict[str, Any]], per_batch: int) -> list[dict[str, Any]]:
         batches = [windows[i : i + per_batch] for i in range(0, len(windows), per_batch)]
@@ -245,7 +261,7 @@ class JvmBatches:
     def _read(self, batch: list[dict[str, Any]], base: str) -> None:
         text = batch[0]["condition"]
         condition = parse_condition(text, self.columns) if text else None
-        plan = ChunkPlan(self.schema, tuple(batch[0]["key"]), condition)
+        plan = ChunkPlan(self.schema, tuple(batch[0]["key"]), condition, self.partition)
         spans = [(decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
         frame = self.reader.read(self.spark, self.form, plan, spans)
         # Only the staged columns are read (Spark prunes the others from the query), and the
@@ -275,7 +291,7 @@ class JvmBatches:
             uri, rows = staged.get(index, (f"{base}/part-{index:05d}-empty.parquet", 0))
             if index not in staged:  # Spark writes no file for an empty partition
                 staged_types.write_window(uri, self.form, [], self.lakehouse)
-            close_window(self.source, self.signal_id, window_id, self.form, rows, uri)
+            close_window(self.source, self.signal_id, window_id, self.form, rows, uri, self.partition)
             results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
         log.info(
             "%s: windows %d-%d, %d rows staged in %.1fs",
@@ -356,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             _save_plan(plan_path, windows)
             log.info("planned %d windows in %.1fs", len(windows), time.monotonic() - started)
         done = done_windows(config, args.signal)
-        todo = [w for w in windows if w["index"] not in done.get(w["table"], set())]
+        todo = [w for w in windows if w["index"] not in done.get((w["table"], w.get("partition")), set())]
         spark = starting.result()
         for name, value in (jvm_reader.sql_conf if jvm_reader else {}).items():
             spark.conf.set(name, value)
@@ -370,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         results: list[dict[str, Any]] = []
         python_windows: list[dict[str, Any]] = []
         lakehouse = action.release == "lakehouse"
-        for table, group in groupby(todo, key=lambda w: w["table"]):
+        for (table, partition), group in groupby(todo, key=lambda w: (w["table"], w.get("partition"))):
             table_windows = list(group)
             form = shaping.form(driver.table_schema(TableId.parse(table)), table_windows[0]["key"])
             if jvm_reader is None:
@@ -385,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
                 python_windows.extend(table_windows)
                 continue
             assert jvm_reader is not None
-            jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse)
+            jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse, partition)
             results += jobs.run(table_windows, per_batch)
         if python_windows:
             signal_id = args.signal

@@ -441,6 +441,7 @@ class Streamer:
             open_chunk_source=source.chunk_source,
             positions=self._position_watermarks(source),
             staged_form=staged_form,
+            partitions=source.partitions,
         )
         initial = self.committed is None and config.get("snapshot.mode") == "initial"
         watermarks = signal_table is not None or config.get("read.only")

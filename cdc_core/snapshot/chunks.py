@@ -26,14 +26,23 @@ class SnapshotError(TidemarkError):
 
 @dataclass(frozen=True)
 class ChunkPlan:
-    """One table's chunk query parameters."""
+    """One table's chunk query parameters. `partition` is the part of a partitioned source
+    the chunks are read from (a Vitess shard), None for a source with one log."""
 
     table: TableSchema
     key: tuple[str, ...]
     condition: Condition | None = None
+    partition: str | None = None
 
 
 class ChunkSource(Protocol):
+    def partitions(self, table: TableSchema) -> tuple[str | None, ...]:
+        """The parts a table is read from, each with a log of its own: `(None,)` for a
+        source with one log; a sharded source's shards (Vitess), so each window reads one
+        shard between watermarks written into that shard's log, and its released rows
+        carry that log's order key (the only one comparable with its rows' other events)."""
+        ...
+
     def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
         """The key of the `size`-th row after `lo`, or None when fewer rows remain."""
         ...
@@ -46,8 +55,11 @@ class ChunkSource(Protocol):
         """All columns (schema order) of the rows with key in `(lo, hi]`, in key order."""
         ...
 
-    def write_watermark(self, kind: str, signal_id: str, data: dict[str, Any]) -> None:
-        """Insert and commit one watermark row into the signal table."""
+    def write_watermark(
+        self, kind: str, signal_id: str, data: dict[str, Any], partition: str | None = None
+    ) -> None:
+        """Insert and commit one watermark (or signal) row into the signal table, in
+        `partition`'s log (None: the source's one log, or any partition for a signal)."""
         ...
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:

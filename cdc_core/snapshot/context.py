@@ -64,9 +64,22 @@ class TableProgress:
     windows_total: int | None = None  # known when an external reader planned the windows
     done_windows: tuple[int, ...] = ()  # indexes of the planned windows already released
     read_again: tuple[ReadAgain, ...] = ()  # planned windows queued for the streamer's reader
+    # The part of the source this entry reads (a Vitess shard: each has its own log, so its
+    # windows need watermarks in that log); None for a source with one log. A table of a
+    # partitioned source has one entry per partition.
+    partition: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The table, with its partition where there is one (`ks.t@-80`), for people."""
+        return self.table if self.partition is None else f"{self.table}@{self.partition}"
+
+    def is_for(self, table: str, partition: str | None) -> bool:
+        return self.table == table and self.partition == partition
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"partition": self.partition} if self.partition is not None else {}),
             "windows_total": self.windows_total,
             "done_windows": list(self.done_windows),
             **({"read_again": [r.to_json() for r in self.read_again]} if self.read_again else {}),
@@ -94,6 +107,7 @@ class TableProgress:
             d.get("windows_total"),
             tuple(d.get("done_windows", ())),
             tuple(ReadAgain.from_json(r) for r in d.get("read_again", ())),
+            d.get("partition"),
         )
 
 
@@ -117,8 +131,16 @@ class Snapshot:
         """The table whose next window is due (tables are read one after another)."""
         return next((t for t in self.tables if not t.done), None)
 
+    def progress_of(self, table: str, partition: str | None = None) -> TableProgress | None:
+        return next((t for t in self.tables if t.is_for(table, partition)), None)
+
     def with_table(self, progress: TableProgress) -> Snapshot:
-        return replace(self, tables=tuple(progress if t.table == progress.table else t for t in self.tables))
+        return replace(
+            self,
+            tables=tuple(
+                progress if t.is_for(progress.table, progress.partition) else t for t in self.tables
+            ),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -217,6 +239,7 @@ class SnapshotContext:
                 tables.append(
                     {
                         "table": t.table,
+                        **({"partition": t.partition} if t.partition is not None else {}),
                         "done": t.done,
                         "windows_done": t.windows_done,
                         "windows_total": total,

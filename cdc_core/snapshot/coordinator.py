@@ -81,7 +81,7 @@ class ChunkCoordinator:
                 log.error(
                     "snapshot %s of %s: %s; retrying in %.0fs",
                     snapshot.id,
-                    progress.table,
+                    progress.label,
                     exc,
                     self.retry_delay,
                 )
@@ -91,7 +91,7 @@ class ChunkCoordinator:
                 log.error(
                     "snapshot %s of %s: unexpected %s: %s",
                     snapshot.id,
-                    progress.table,
+                    progress.label,
                     type(exc).__name__,
                     exc,
                 )
@@ -152,7 +152,7 @@ class ChunkCoordinator:
         if schema is None:
             raise TidemarkError(f"{table_id} is not in the schema timeline")
         condition = parse_condition(progress.condition, schema.column_names) if progress.condition else None
-        plan = ChunkPlan(schema, progress.key, condition)
+        plan = ChunkPlan(schema, progress.key, condition, progress.partition)
         source = self._chunk_source()
         if again is None:
             lo = progress.lo
@@ -165,6 +165,8 @@ class ChunkCoordinator:
             self._read_only_window(snapshot, progress, plan, source, window_id, lo, hi)
             return
         planned = {} if again is None else {"index": again.index, "of": again.of}
+        if progress.partition is not None:
+            planned["partition"] = progress.partition
         source.write_watermark(
             WINDOW_OPEN,
             f"{window_id}-open",
@@ -178,6 +180,7 @@ class ChunkCoordinator:
                 "exact": source.exact_key_order(plan),
                 **planned,
             },
+            progress.partition,
         )
         rows = source.read_chunk(plan, lo, hi)
         self.stage.staging.write(window_id, rows)
@@ -190,8 +193,9 @@ class ChunkCoordinator:
                 "columns": list(schema.column_names),
                 "rows": len(rows),
             },
+            progress.partition,
         )
-        self._await_release(snapshot.id, progress.table, window_id, progress)
+        self._await_release(snapshot.id, window_id, progress)
 
     def _read_only_window(
         self,
@@ -217,9 +221,9 @@ class ChunkCoordinator:
         rows = source.read_chunk(plan, lo, hi)
         self.stage.staging.write(window_id, rows)
         self.stage.submit_high_watermark(window_id, source.position_marker(), plan.table.column_names)
-        self._await_release(snapshot.id, progress.table, window_id, progress)
+        self._await_release(snapshot.id, window_id, progress)
 
-    def _await_release(self, snapshot_id: str, table: str, window_id: str, before: TableProgress) -> None:
+    def _await_release(self, snapshot_id: str, window_id: str, before: TableProgress) -> None:
         """Until the streamer has passed the HW: the table's progress moved, or the window
         was dropped (it is then read again)."""
         waited = 0.0
@@ -228,12 +232,15 @@ class ChunkCoordinator:
                 snapshot = self.stage.context.find(snapshot_id)
                 if snapshot is None:
                     break
-                now = next((t for t in snapshot.tables if t.table == table), None)
+                now = snapshot.progress_of(before.table, before.partition)
                 if now is None or now != before:
                     break
                 if waited >= RELEASE_TIMEOUT:
                     log.warning(
-                        "window %s of %s not released after %.0fs; reading it again", window_id, table, waited
+                        "window %s of %s not released after %.0fs; reading it again",
+                        window_id,
+                        before.label,
+                        waited,
                     )
                     break
                 if self.stage.window_passed(window_id):

@@ -44,6 +44,7 @@ def window_to_json(window: Window) -> dict[str, Any]:
         "schema_changed": window.schema_changed,
         "recorded": [encode_key(k) for k in sorted(window.recorded, key=repr)],
         **({} if window.in_log else {"in_log": False}),
+        **({} if window.partition is None else {"partition": window.partition}),
     }
 
 
@@ -61,6 +62,7 @@ def window_from_json(d: dict[str, Any]) -> Window:
         d.get("index"),
         d.get("of"),
         bool(d.get("in_log", True)),
+        d.get("partition"),
     )
 
 

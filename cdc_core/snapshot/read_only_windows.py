@@ -113,9 +113,7 @@ class ReadOnlyWindows:
                 continue
             window = decided.window
             snapshot = self.context.find(window.snapshot_id)
-            progress = (
-                next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
-            )
+            progress = snapshot.progress_of(str(window.table), window.partition) if snapshot else None
             if progress is not None and not progress.done and progress.lo == window.lo:
                 self.tracker.open(window)
                 self._awaiting_hw[window_id] = (decided.marker, tuple(decided.columns or ()))

@@ -84,6 +84,7 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
         open_chunk_source: Callable[[], Any] | None = None,
         positions: PositionWatermarks | None = None,  # read-only mode (`cdc_core.connector`)
         staged_form: Callable[[TableSchema, tuple[str, ...]], StagedForm] | None = None,
+        partitions: Callable[[TableId], tuple[str | None, ...]] = lambda _t: (None,),
     ) -> None:
         self.context = context
         self.schemas: dict[TableId, TableSchema] = dict(tables)
@@ -96,6 +97,7 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
         self.open_chunk_source = open_chunk_source
         self.positions = positions
         self.staged_form = staged_form  # the connector's column rules over a table and snapshot key
+        self.partitions = partitions  # the source's parts with a log of their own (`Source.partitions`)
         self._window_inbox: deque[tuple[str, Any]] = deque()
         # read-only windows waiting for the log to pass their HW position: (marker, columns)
         self._awaiting_hw: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -308,7 +310,7 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
             except SnapshotError as exc:
                 log.error("not snapshotting %s: %s", table_id, exc)
                 continue
-            progress.append(TableProgress(str(table_id), key))
+            progress.extend(self._entries(table_id, key))
         if progress:
             self._begin(Snapshot(_new_id(), signal_id, kind, tuple(progress), self.chunk_size))
 
@@ -324,8 +326,13 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
             condition = action.condition_for(table_id)
             if condition is not None:
                 parse_condition(condition, schema.column_names)  # refuse bad filters now, not mid-snapshot
-            progress.append(TableProgress(str(table_id), key, condition))
+            progress.extend(self._entries(table_id, key, condition))
         if action.snapshot_type == "blocking":
+            if any(p.partition is not None for p in progress):
+                raise SignalError(
+                    "blocking snapshots need a source with one log; this source's tables live in "
+                    "partitions with logs of their own (shards): use an incremental snapshot"
+                )
             if self.open_chunk_source is None or item is None:
                 raise SignalError(
                     "blocking snapshots are signalled through the signal table (source channel)"
@@ -352,13 +359,23 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
             )
         )
 
+    def _entries(
+        self, table_id: TableId, key: tuple[str, ...], condition: str | None = None
+    ) -> list[TableProgress]:
+        """A table's progress entries: one per partition of the source (one in all for a
+        source with one log), each read in windows of its own."""
+        return [
+            TableProgress(str(table_id), key, condition, partition=partition)
+            for partition in self.partitions(table_id)
+        ]
+
     def _begin(self, snapshot: Snapshot) -> None:
         snapshot = replace(snapshot, started_ms=int(time.time() * 1000))
         self._set(self.context.put(snapshot))
         log.info(
             "snapshot %s of %s requested (%s)",
             snapshot.id,
-            ", ".join(t.table for t in snapshot.tables),
+            ", ".join(t.label for t in snapshot.tables),
             snapshot.kind,
         )
 

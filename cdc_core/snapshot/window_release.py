@@ -48,6 +48,7 @@ class WindowReleases:
                 tuple(d["key"]),
                 index=d.get("index"),
                 of=d.get("of"),
+                partition=d.get("partition"),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, TidemarkError) as exc:
             log.error("ignoring malformed window-open watermark %s: %s", signal_id, exc)
@@ -105,7 +106,17 @@ class WindowReleases:
             schema = self.schemas.get(window.table)
             if snapshot is None or schema is None:
                 return []
-            progress = next(t for t in snapshot.tables if t.table == str(window.table))
+            progress = snapshot.progress_of(str(window.table), window.partition)
+            if progress is None:
+                log.warning(
+                    "snapshot window %s names %s partition %r, which snapshot %s does not read "
+                    "(its partitions changed, e.g. by a reshard): nothing released",
+                    window_id,
+                    window.table,
+                    window.partition,
+                    snapshot.id,
+                )
+                return []
             if progress.done or (window.index is not None and window.index in progress.done_windows):
                 return []  # a planned window released before (the reader ran again)
             if window.schema_changed or schema.column_names != columns:
@@ -203,9 +214,7 @@ class WindowReleases:
         range was released by another window (the reader ran again, or read it again
         after a restart). Its HW, if it ever comes, releases nothing."""
         snapshot = self.context.find(window.snapshot_id)
-        progress = (
-            next((t for t in snapshot.tables if t.table == str(window.table)), None) if snapshot else None
-        )
+        progress = snapshot.progress_of(str(window.table), window.partition) if snapshot else None
         if progress is None or progress.done:
             return True
         if window.index is not None:

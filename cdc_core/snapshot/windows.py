@@ -45,6 +45,7 @@ class Window:
     index: int | None = None  # position in a planned set of windows (external readers)
     of: int | None = None  # size of that set
     in_log: bool = True  # its LW and HW are rows in the log (read-only windows are not)
+    partition: str | None = None  # the source partition (shard) whose log holds its watermarks
 
     def covers(self, key: Key) -> bool:
         if not self.exact_range:

@@ -226,7 +226,10 @@ class MemorySource:
     def read_chunk(self, plan, lo, hi):
         return [r for r in self.rows if (lo is None or r[0] > lo[0]) and (hi is None or r[0] <= hi[0])]
 
-    def write_watermark(self, kind, signal_id, data):
+    def partitions(self, table):
+        return (None,)
+
+    def write_watermark(self, kind, signal_id, data, partition=None):
         self.log.append(signal(signal_id, kind, data))
 
     def exact_key_order(self, plan):

@@ -166,6 +166,9 @@ class BinlogSource:
     def current_tables(self) -> Mapping[TableId, TableSchema]:
         return self.tables
 
+    def partitions(self, table: TableId) -> tuple[str | None, ...]:
+        return (None,)  # one binlog
+
     def position_watermarks(self) -> GtidWatermarks:
         """Read-only snapshots: executed-GTID positions stand in for watermark rows."""
         if self.info is None or self.gtids is None:

@@ -201,7 +201,12 @@ class MySqlChunkSource:
             cur.execute(sql, params)
             return [tuple(row) for row in cur.fetchall()]
 
-    def write_watermark(self, kind: str, signal_id: str, data: dict[str, Any]) -> None:
+    def partitions(self, table: TableSchema) -> tuple[str | None, ...]:
+        return (None,)  # one binlog
+
+    def write_watermark(
+        self, kind: str, signal_id: str, data: dict[str, Any], partition: str | None = None
+    ) -> None:
         if not self.signal_table:
             raise TidemarkError("incremental snapshots need signal.data.collection (the signal table)")
         payload = orjson.dumps(data).decode()

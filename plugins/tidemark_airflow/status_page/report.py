@@ -125,7 +125,8 @@ def _snapshot(snap: dict[str, Any]) -> dict[str, Any]:
         "finished_at": _utc(snap["finished_ms"] / 1000) if snap.get("finished_ms") else None,
         "tables": [
             {
-                "table": t.get("table"),
+                # a partitioned source's tables are read per partition (Vitess: per shard)
+                "table": t.get("table") + (f"@{t['partition']}" if t.get("partition") else ""),
                 "windows_done": t.get("windows_done", 0),
                 "windows_total": t.get("windows_total"),
                 "rows_released": t.get("rows_released", 0),

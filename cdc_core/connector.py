@@ -105,6 +105,10 @@ class Connector(Protocol):
     name: str  # the `source.connector` family, e.g. "mysql"
     title: str  # for people, e.g. "MySQL/MariaDB"
     system_databases: frozenset[str]  # the source's own, never captured whatever the filters say
+    # True when the log reader takes `snapshot.mode: initial`'s snapshot itself (Vitess:
+    # VStream's copy phase); otherwise the streamer snapshots every captured table
+    # incrementally at first start.
+    initial_snapshot_in_log: bool
     properties: Sequence[Property]
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Source: ...

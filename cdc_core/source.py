@@ -35,6 +35,11 @@ class TransactionBegin:
     # For a transaction that is not in the log (a read-only snapshot release): the id the
     # snapshot stage replays it by, when a restart resumes inside it.
     synthetic: str | None = None
+    # Whether reading the log again from `restart` gives this transaction again, row for
+    # row. One that does not (a Vitess copy-phase batch: the copy resumes at a newer
+    # snapshot) is never resumed inside: after a crash in it, what was delivered of it is
+    # closed with its END, and the log is read again from `restart` (at least once).
+    replayable: bool = True
 
 
 @dataclass(slots=True)

@@ -200,6 +200,8 @@ def load_config(
         if not cls:
             raise ConfigError("connector.class", "is required")
         connector_properties = list(connector_for(str(cls)).properties)
+    # The connector's own first: a connector may refine a common property (its default,
+    # its choices), as Vitess does `snapshot.mode`, and the first declaration wins.
     return validate(
-        raw, COMMON_PROPERTIES + ORCHESTRATION_PROPERTIES + connector_properties, secrets, environ, str(path)
+        raw, connector_properties + COMMON_PROPERTIES + ORCHESTRATION_PROPERTIES, secrets, environ, str(path)
     )

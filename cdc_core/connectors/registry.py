@@ -17,11 +17,14 @@ if TYPE_CHECKING:
     from cdc_core.connector import Connector
 
 _MYSQL = "cdc_core.connectors.mysql.connector"
+_VITESS = "cdc_core.connectors.vitess.connector"
 CONNECTORS: dict[str, str] = {
     "mysql": _MYSQL,
     "mariadb": _MYSQL,
     "io.debezium.connector.mysql.MySqlConnector": _MYSQL,
     "io.debezium.connector.mariadb.MariaDbConnector": _MYSQL,
+    "vitess": _VITESS,
+    "io.debezium.connector.vitess.VitessConnector": _VITESS,
 }
 
 

@@ -142,6 +142,11 @@ class Dispatcher:
         self._restart: dict[str, Any] | None = None
         self._rows_in_txn = 0
         self._synthetic: str | None = None
+        self._replayable = True
+        # A transaction that could not be read again, cut by a crash (`interrupted` in the
+        # offset): its END, with what was delivered of it, goes out first.
+        self._interrupted: dict[str, Any] | None = resume.get("interrupted") if resume else None
+        self._resume_source: dict[str, Any] | None = resume.get("source") if resume else None
 
     # ------------------------------------------------------------------ topics, shapers
 
@@ -181,6 +186,8 @@ class Dispatcher:
     def process(self, items: list[LogItem]) -> list[tuple[Record, int]]:
         """Records for a batch of log items, each paired with its ack-tracker entry."""
         out: list[tuple[Record, int]] = []
+        if self._interrupted is not None:
+            self._close_interrupted(out)
         for item in items:
             if isinstance(item, RowChange):
                 self._row(item, out)
@@ -212,6 +219,7 @@ class Dispatcher:
         self._txn = OpenTransaction(item.id, item.epoch, item.rank, item.ts_ms)
         self._restart = item.restart
         self._synthetic = item.synthetic
+        self._replayable = item.replayable
         self._rows_in_txn = 0
         # Resuming at an in-transaction offset with no row delivered: only an eager BEGIN
         # of an earlier release committed such an offset, so that BEGIN was delivered.
@@ -323,11 +331,39 @@ class Dispatcher:
         self._emit(self._with_begin([record]), self._row_offset(), out)
 
     def _row_offset(self) -> dict[str, Any]:
-        """Where to resume right after the current row: inside its transaction."""
+        """Where to resume right after the current row: inside its transaction; or, for
+        one that cannot be read again, before it, naming what of it was delivered."""
+        if not self._replayable and self._txn is not None:
+            offset = make_offset(self._restart or {}, False, 0, self.schema_seq, self.snapshot_state)
+            txn = self._txn
+            offset["interrupted"] = {
+                "id": txn.id,
+                "epoch": txn.epoch,
+                "rank": txn.rank,
+                "ts_ms": txn.ts_ms,
+                "total": txn.total,
+                "per_table": dict(txn.per_table),
+            }
+            return offset
         offset = make_offset(
             self._restart or {}, True, self._rows_in_txn, self.schema_seq, self.snapshot_state
         )
         return self._with_synthetic(offset)
+
+    def _close_interrupted(self, out: list[tuple[Record, int]]) -> None:
+        """The END of a transaction a crash cut and the log cannot give again: it counts
+        what was delivered of it (at least that, as committed), so a consumer that waits
+        for complete transactions (the Delta merge) takes it."""
+        cut, self._interrupted = self._interrupted or {}, None
+        txn = OpenTransaction(cut["id"], cut["epoch"], cut["rank"], cut["ts_ms"])
+        txn.total, txn.per_table = int(cut["total"]), dict(cut["per_table"])
+        records = []
+        if self.txn_metadata and txn.total > 0:
+            key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn.id})
+            value = self.value_serializer.wrap(self._txn_value_schema, end_payload(txn, txn.ts_ms))
+            records.append(Record(self.transaction_topic, key, value))
+        offset = make_offset(self._resume_source or {}, False, 0, self.schema_seq, self.snapshot_state)
+        self._emit(records, offset, out)
 
     def _with_synthetic(self, offset: dict[str, Any]) -> dict[str, Any]:
         """A transaction that is not in the log is named, so a restart inside it can have

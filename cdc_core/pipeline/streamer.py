@@ -443,7 +443,11 @@ class Streamer:
             staged_form=staged_form,
             partitions=source.partitions,
         )
-        initial = self.committed is None and config.get("snapshot.mode") == "initial"
+        initial = (
+            self.committed is None
+            and config.get("snapshot.mode") == "initial"
+            and not connector_of(config).initial_snapshot_in_log
+        )
         watermarks = signal_table is not None or config.get("read.only")
         if initial and not watermarks:
             raise TidemarkError(

@@ -386,3 +386,43 @@ def test_offsets_inside_a_synthetic_transaction_name_it(tmp_path):
         "schema_seq": 0,
         "synthetic": "w1",
     }
+
+
+def test_a_crash_inside_a_transaction_that_cannot_be_read_again_closes_what_was_delivered(tmp_path):
+    """A copy batch (Vitess) is read again from its start at a newer snapshot, not as it
+    was: no row of it is suppressed after a restart, and the delivered part gets its END
+    first, so a consumer waiting for complete transactions is never left waiting."""
+    restart = {"file": "f.000001", "pos": 70}
+    items = [
+        TransactionBegin("copy-1", 1, 70, 1000, restart, replayable=False),
+        row(ORDERS, "c", after=(1, 1)),
+        row(ORDERS, "c", after=(2, 2)),
+        TransactionCommit({"file": "f.000001", "pos": 71}, 1000),
+    ]
+    tracker = AckTracker()
+    run = Dispatcher(config(tmp_path), FakeSource(), tracker).process(items)
+    first_row_entry = run[1][1]  # BEGIN and the first row share an entry
+    for _, entry in run:
+        if entry == first_row_entry:
+            tracker.ack(entry)
+    committed = tracker.take_committable()
+    assert committed["source"] == restart and not committed["in_txn"], "resumed inside a batch"
+    assert committed["interrupted"]["id"] == "copy-1" and committed["interrupted"]["total"] == 1
+
+    again = [
+        TransactionBegin("copy-2", 1, 72, 1000, restart, replayable=False),
+        row(ORDERS, "c", after=(1, 1)),
+        row(ORDERS, "c", after=(2, 2)),
+        TransactionCommit({"file": "f.000001", "pos": 73}, 1000),
+    ]
+    resumed = decoded(Dispatcher(config(tmp_path), FakeSource(), AckTracker(), resume=committed).process(again))
+    summary = [(v.get("status") or v["op"], v.get("id") or v["transaction"]["id"]) for _, _, v, _ in resumed]
+    assert summary == [
+        ("END", "copy-1"),  # the cut batch, closed with what was delivered of it
+        ("BEGIN", "copy-2"),
+        ("c", "copy-2"),  # nothing suppressed: the batch is copied again whole
+        ("c", "copy-2"),
+        ("END", "copy-2"),
+    ]
+    assert resumed[0][2]["event_count"] == 1
+    assert resumed[0][2]["data_collections"] == [{"data_collection": "shop.orders", "event_count": 1}]

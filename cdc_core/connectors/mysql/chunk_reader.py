@@ -98,7 +98,9 @@ def where_clause(
 
 
 class MySqlChunkSource:
-    """`cdc_core.connector.SourceSession` on MySQL/MariaDB."""
+    """`cdc_core.connector.SourceSession` on MySQL/MariaDB. (Vitess's session is one too,
+    through VTGate's MySQL protocol: it names tables within a shard target, `_table_sql`,
+    and reads each partition's chunks on its shard, `_use`.)"""
 
     def __init__(self, params: dict[str, Any], signal_table: str | None, modes: Any = None) -> None:
         try:
@@ -141,7 +143,7 @@ class MySqlChunkSource:
             return None
         with self.conn.cursor() as cur:
             cur.execute(
-                f"SELECT id, type, data FROM {table_name(TableId.parse(self.signal_table))} WHERE id = %s",
+                f"SELECT id, type, data FROM {self._table_sql(TableId.parse(self.signal_table))} WHERE id = %s",
                 (signal_id,),
             )
             row = cur.fetchone()
@@ -157,13 +159,21 @@ class MySqlChunkSource:
         where = where_clause(plan, lo, hi, bind, text=lambda s: s.replace("%", "%%"))
         return (" WHERE " + where if where else ""), params
 
+    def _table_sql(self, table: TableId) -> str:
+        """How a query names `table`."""
+        return table_name(table)
+
+    def _use(self, partition: str | None) -> None:
+        """Send the next queries to `partition` (one server here: nothing to do)."""
+
     def _order(self, plan: ChunkPlan) -> str:
         return " ORDER BY " + ", ".join(quote(k) for k in plan.key)
 
     def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
+        self._use(plan.partition)
         where, params = self._where(plan, lo, None)
         sql = (
-            f"SELECT {', '.join(quote(k) for k in plan.key)} FROM {table_name(plan.table.id)}{where}"
+            f"SELECT {', '.join(quote(k) for k in plan.key)} FROM {self._table_sql(plan.table.id)}{where}"
             f"{self._order(plan)} LIMIT 1 OFFSET {int(size) - 1}"
         )
         with self.conn.cursor() as cur:
@@ -182,21 +192,23 @@ class MySqlChunkSource:
             while (bound := self.next_boundary(plan, found[-1] if found else None, size)) is not None:
                 found.append(bound)
             return found
+        self._use(plan.partition)
         where, params = self._where(plan, None, None)
         keys = ", ".join(quote(k) for k in plan.key)
         aliases = ", ".join(f"k{i}" for i in range(len(plan.key)))
         inner = ", ".join(f"{quote(k)} AS k{i}" for i, k in enumerate(plan.key))
         sql = (
             f"SELECT {aliases} FROM (SELECT {inner}, ROW_NUMBER() OVER (ORDER BY {keys}) AS rn "
-            f"FROM {table_name(plan.table.id)}{where}) numbered WHERE MOD(rn, {int(size)}) = 0 ORDER BY rn"
+            f"FROM {self._table_sql(plan.table.id)}{where}) numbered WHERE MOD(rn, {int(size)}) = 0 ORDER BY rn"
         )
         with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
             cur.execute(sql, params)
             return [tuple(row) for row in cur]
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
+        self._use(plan.partition)
         where, params = self._where(plan, lo, hi)
-        sql = f"SELECT {select_list(plan.table)} FROM {table_name(plan.table.id)}{where}{self._order(plan)}"
+        sql = f"SELECT {select_list(plan.table)} FROM {self._table_sql(plan.table.id)}{where}{self._order(plan)}"
         with self.conn.cursor() as cur:
             cur.execute(sql, params)
             return [tuple(row) for row in cur.fetchall()]
@@ -215,7 +227,8 @@ class MySqlChunkSource:
                 f"a {kind} row needs {len(payload)} characters but the signal table's data column holds "
                 f"{MAX_SIGNAL_DATA}; the chunk key values or the signal's data are too long. Widen the data column."
             )
-        target = table_name(TableId.parse(self.signal_table))
+        target = self._table_sql(TableId.parse(self.signal_table))
+        self._use(partition)
         try:
             with self.conn.cursor() as cur:
                 cur.execute(

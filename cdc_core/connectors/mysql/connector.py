@@ -65,6 +65,7 @@ class MySqlConnector:
     name = "mysql"
     title = "MySQL/MariaDB"
     system_databases = frozenset({"mysql", "sys", "performance_schema", "information_schema"})
+    initial_snapshot_in_log = False  # `snapshot.mode: initial` is an incremental snapshot
     properties = PROPERTIES
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:

@@ -415,7 +415,9 @@ def test_a_crash_inside_a_transaction_that_cannot_be_read_again_closes_what_was_
         row(ORDERS, "c", after=(2, 2)),
         TransactionCommit({"file": "f.000001", "pos": 73}, 1000),
     ]
-    resumed = decoded(Dispatcher(config(tmp_path), FakeSource(), AckTracker(), resume=committed).process(again))
+    resumed = decoded(
+        Dispatcher(config(tmp_path), FakeSource(), AckTracker(), resume=committed).process(again)
+    )
     summary = [(v.get("status") or v["op"], v.get("id") or v["transaction"]["id"]) for _, _, v, _ in resumed]
     assert summary == [
         ("END", "copy-1"),  # the cut batch, closed with what was delivered of it

@@ -45,7 +45,7 @@ status:
 # (started here if not running, and stopped again afterwards if this run started them),
 # Spark in local mode with Delta, and Airflow with a migrated SQLite metadata database.
 test: install
-	@$(SERVICES) run mariadb kafka airflow-db -- $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(SERVICES) run mariadb kafka airflow-db vitess -- $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 
 test-unit: install
@@ -61,7 +61,7 @@ demo: install
 	@$(PY) -m demo.run
 
 bench: install
-	@$(SERVICES) run mariadb kafka -- $(PY) -m bench
+	@$(SERVICES) run mariadb kafka vitess -- $(PY) -m bench
 
 lint: python
 	@.venv/bin/ruff check .

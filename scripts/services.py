@@ -13,8 +13,9 @@ system-wide service.
         start what is not running, run CMD with the stack's environment, then stop
         only what this call started (TIDEMARK_KEEP_SERVICES=1 keeps them running)
 
-Names: mariadb, kafka, airflow-db (metadata database migrated, no process), airflow
-(``airflow standalone``: api-server, scheduler, dag-processor, triggerer).
+Names: mariadb, vitess (the VTGate test double's four MariaDB shard servers), kafka,
+airflow-db (metadata database migrated, no process), airflow (``airflow standalone``:
+api-server, scheduler, dag-processor, triggerer).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class Ports:
     kafka: int = int(os.environ.get("TIDEMARK_KAFKA_PORT", "9092"))
     kafka_controller: int = int(os.environ.get("TIDEMARK_KAFKA_CONTROLLER_PORT", "9093"))
     airflow: int = int(os.environ.get("TIDEMARK_AIRFLOW_PORT", "8080"))
+    # The VTGate test double's shard servers: this port and the three after it.
+    vitess_shards: int = int(os.environ.get("TIDEMARK_VITESS_SHARD_PORT", "3311"))
 
 
 PORTS = Ports()
@@ -88,6 +91,7 @@ def environment() -> dict[str, str]:
         ADMIN_PASSWORD_ENV: os.environ.get(ADMIN_PASSWORD_ENV, ADMIN_PASSWORD_DEFAULT),
         "PATH": os.pathsep.join((str(VENV_BIN), os.environ.get("PATH", ""))),
         "TIDEMARK_KAFKA_BOOTSTRAP": f"127.0.0.1:{PORTS.kafka}",
+        "TIDEMARK_VITESS_SHARD_PORT": str(PORTS.vitess_shards),
         "TIDEMARK_SPARK_JARS_DIR": str(JARS / "spark"),
         "TIDEMARK_AIRFLOW_URL": f"http://127.0.0.1:{PORTS.airflow}",
         "AIRFLOW_HOME": str(airflow_home),
@@ -382,6 +386,12 @@ class MariaDB(Service):
 
     name = "mariadb"
     start_timeout = 90.0
+    server_id = 1
+    memory = ("512M", "256M")  # InnoDB buffer pool, redo log
+
+    @property
+    def port(self) -> int:
+        return PORTS.mariadb
 
     @property
     def socket(self) -> Path:
@@ -392,7 +402,7 @@ class MariaDB(Service):
         return self.home / "my.cnf"
 
     def conflicting_port(self) -> int | None:
-        return PORTS.mariadb
+        return self.port
 
     def prepare(self) -> None:
         data = self.home / "data"
@@ -403,7 +413,7 @@ class MariaDB(Service):
                 [
                     "[client-server]",
                     f"socket = {self.socket}",
-                    f"port = {PORTS.mariadb}",
+                    f"port = {self.port}",
                     "",
                     "[mariadbd]",
                     f"datadir = {data}",
@@ -413,7 +423,7 @@ class MariaDB(Service):
                     "skip-name-resolve",
                     f"log-error = {self.log_file}",
                     # CDC: row events with full images and full table-map metadata, GTIDs.
-                    "server_id = 1",
+                    f"server_id = {self.server_id}",
                     f"log_bin = {self.home / 'binlog' / 'mariadb-bin'}",
                     "binlog_format = ROW",
                     "binlog_row_image = FULL",
@@ -424,8 +434,8 @@ class MariaDB(Service):
                     "character_set_server = utf8mb4",
                     "collation_server = utf8mb4_general_ci",
                     # Small footprint for a 2-core development machine.
-                    "innodb_buffer_pool_size = 512M",
-                    "innodb_log_file_size = 256M",
+                    f"innodb_buffer_pool_size = {self.memory[0]}",
+                    f"innodb_log_file_size = {self.memory[1]}",
                     "innodb_flush_log_at_trx_commit = 2",
                     "sync_binlog = 0",
                     "max_connections = 200",
@@ -498,7 +508,74 @@ class MariaDB(Service):
             raise ServiceError(f"mariadb: bootstrap SQL failed: {res.stderr.strip()}")
 
     def describe(self) -> str:
-        return f"127.0.0.1:{PORTS.mariadb} (socket {self.socket})"
+        return f"127.0.0.1:{self.port} (socket {self.socket})"
+
+
+class VitessShard(MariaDB):
+    """One MariaDB server acting as a Vitess shard's primary for the VTGate test double
+    (`tests/support/vtgate/`): a binlog and GTIDs of its own, Vitess's `_vt` sidecar
+    tables, and the CDC user, which may also write signal rows in any keyspace (a
+    test-only server: signal tables live in every keyspace here)."""
+
+    memory = ("64M", "48M")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.name = f"vitess-shard-{index}"
+        self.server_id = 10 + index
+
+    @property
+    def home(self) -> Path:
+        return LOCAL / "vitess" / f"shard-{self.index}"
+
+    @property
+    def port(self) -> int:
+        return PORTS.vitess_shards + self.index - 1
+
+    def after_ready(self) -> None:
+        env = environment()
+        password = _sql_string_body(env[CDC_PASSWORD_ENV])
+        admin_password = _sql_string_body(env[ADMIN_PASSWORD_ENV])
+        sql = f"""
+            CREATE DATABASE IF NOT EXISTS `_vt`;
+            CREATE TABLE IF NOT EXISTS `_vt`.`heartbeat` (
+                keyspaceShard VARBINARY(256) PRIMARY KEY, tabletUid INT UNSIGNED, ts BIGINT UNSIGNED
+            );
+            CREATE TABLE IF NOT EXISTS `_vt`.`resharding_journal` (
+                id BIGINT PRIMARY KEY, db_name VARBINARY(255), val BLOB
+            );
+            CREATE USER IF NOT EXISTS '{CDC_USER}'@'127.0.0.1' IDENTIFIED BY '{password}';
+            GRANT SELECT, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, BINLOG MONITOR,
+                  INSERT, UPDATE, DELETE ON *.* TO '{CDC_USER}'@'127.0.0.1';
+            CREATE USER IF NOT EXISTS '{ADMIN_USER}'@'127.0.0.1' IDENTIFIED BY '{admin_password}';
+            GRANT ALL PRIVILEGES ON *.* TO '{ADMIN_USER}'@'127.0.0.1' WITH GRANT OPTION;
+        """
+        res = subprocess.run(self.admin_cmd(), input=sql, text=True, capture_output=True)
+        if res.returncode != 0:
+            raise ServiceError(f"{self.name}: bootstrap SQL failed: {res.stderr.strip()}")
+
+
+class VitessShards(Service):
+    """The four shard servers of the VTGate test double: two shards of a keyspace and the
+    two a reshard splits one of them into. Started and stopped together."""
+
+    name = "vitess"
+    COUNT = 4
+
+    def __init__(self) -> None:
+        self.shards = [VitessShard(i) for i in range(1, self.COUNT + 1)]
+
+    def running(self) -> bool:
+        return all(s.running() for s in self.shards)
+
+    def start(self) -> bool:
+        return any([s.start() for s in self.shards])
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        return any([s.stop(timeout) for s in self.shards])
+
+    def describe(self) -> str:
+        return f"MariaDB shards on 127.0.0.1:{self.shards[0].port}-{self.shards[-1].port}"
 
 
 def _sql_string_body(value: str) -> str:
@@ -769,7 +846,9 @@ class Airflow(Service):
         return f"http://127.0.0.1:{PORTS.airflow}"
 
 
-SERVICES: dict[str, Service] = {s.name: s for s in (MariaDB(), Kafka(), AirflowDB(), Airflow())}
+SERVICES: dict[str, Service] = {
+    s.name: s for s in (MariaDB(), VitessShards(), Kafka(), AirflowDB(), Airflow())
+}
 DEFAULT_UP = ["mariadb", "kafka", "airflow"]
 
 

@@ -116,6 +116,10 @@ def airflow_server():
         yield server
 
 
+# The VTGate test double (fixture `vitess`), for the Vitess connector's tests.
+pytest_plugins = ["tests.support.vtgate.fixture"]
+
+
 # py4j logs "closing connection" from __del__ at interpreter exit, after pytest has
 # closed its capture streams; that is noise, not a failure.
 logging.getLogger("py4j").setLevel(logging.WARNING)

@@ -54,28 +54,37 @@ def write_connector(
     port: int | None = None,
 ) -> Connector:
     """A connector file capturing `database.*`, with its state and log under `directory`."""
-    state = directory / "state"
-    eventlog = directory / "eventlog"
     props: dict[str, Any] = {
-        "name": f"test-{database}",
         "connector.class": "mysql",
-        "topic.prefix": prefix,
         "database.hostname": "127.0.0.1",
         "database.port": port or int(os.environ["TIDEMARK_MARIADB_PORT"]),
-        "database.user": os.environ["TIDEMARK_DB_USER"],
         "database.server.id": 6000 + (abs(hash(database)) % 1000),
+    }
+    return connector_file(directory, database, {**props, **(extra or {})}, prefix)
+
+
+def connector_file(directory: Path, database: str, props: dict[str, Any], prefix: str = "tm") -> Connector:
+    """A test connector file: `props` (the source's own) with what every test connector
+    has: its name, a table filter on `database`, state and log under `directory`, and
+    short flush and retry intervals."""
+    import yaml
+
+    state = directory / "state"
+    eventlog = directory / "eventlog"
+    full: dict[str, Any] = {
+        "name": f"test-{database}",
+        "topic.prefix": prefix,
+        "database.user": os.environ["TIDEMARK_DB_USER"],
         "table.include.list": f"{database}\\..*",
         "state.directory": str(state),
         "sink.local.directory": str(eventlog),
         "offset.flush.interval.ms": 100,
         "errors.retry.delay.initial.ms": 100,
         "errors.retry.delay.max.ms": 1000,
-        **(extra or {}),
+        **props,
     }
     path = directory / "connector.yaml"
-    import yaml
-
-    path.write_text(yaml.safe_dump(props, sort_keys=False))
+    path.write_text(yaml.safe_dump(full, sort_keys=False))
     return Connector(path, state, eventlog, prefix)
 
 

@@ -1,0 +1,5 @@
+import sys
+
+from tests.support.vtgate.server import main
+
+sys.exit(main())

@@ -83,6 +83,7 @@ def connector_file(directory: Path, database: str, props: dict[str, Any], prefix
         "errors.retry.delay.max.ms": 1000,
         **props,
     }
+    directory.mkdir(parents=True, exist_ok=True)
     path = directory / "connector.yaml"
     path.write_text(yaml.safe_dump(full, sort_keys=False))
     return Connector(path, state, eventlog, prefix)

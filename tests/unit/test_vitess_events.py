@@ -201,4 +201,19 @@ def test_a_reshard_gives_the_new_shards_an_epoch_above_their_parent():
         ],
     )
     assert (begin.epoch, begin.rank) == (4, 2), "the new shard's low ranks must still order after 80-'s"
-    assert "80-" not in a.epochs and a.epochs["80-c0"] == 4
+    assert a.epochs["80-c0"] == 4
+    # its sibling's first transaction, later, still inherits from the replaced shard
+    (sibling, *_rest) = feed(
+        a,
+        [
+            bd.VEvent(type=T.BEGIN, shard="c0-", timestamp=2),
+            fields("c0-"),
+            row("c0-", None, [b"9", b"y"]),
+            bd.VEvent(
+                type=T.VGTID,
+                vgtid=vgtid(**{"-80": "MariaDB/0-11-5", "80-c0": "MariaDB/0-13-2", "c0-": "MariaDB/0-14-3"}),
+            ),
+            bd.VEvent(type=T.COMMIT, shard="c0-", timestamp=2),
+        ],
+    )
+    assert sibling.epoch == 4

@@ -214,9 +214,14 @@ class EventAssembler:
         else:  # a shard new to the stream (a reshard): after every shard it overlaps
             epoch = inherited_epoch(shard, self.epochs)
         restart = self.position(txn.before, shard)
+        # (Shards a reshard replaced keep their epochs: each new shard inherits from them
+        # at its own first transaction, which may come long after its sibling's.)
         self.epochs[shard] = epoch
-        for gone in [s for s in self.epochs if after.shard(s) is None]:
-            del self.epochs[gone]  # replaced by a reshard: its epoch lives on in its children
+        if txn.journal is not None and before_entry is not None:
+            # A reshard's journal (stop_on_reshard): the shard's position stays before it,
+            # so a restart comes to the journal again and stops there again, instead of
+            # streaming on from a shard that no longer serves.
+            after = after.with_shard(before_entry)
         self.vgtid, self._latest = after, None
         ts_ms = event.timestamp * 1000 if event.timestamp else int(time.time() * 1000)
         copy = event.timestamp == 0  # a copy-phase batch (VTGate stamps binlog transactions)

@@ -223,17 +223,17 @@ class VitessCluster:
             participants=[bd.KeyspaceShard(keyspace=keyspace, shard=source)],
             shard_gtids=[bd.ShardGtid(keyspace=keyspace, shard=n, gtid=p) for n, p in positions.items()],
         )
-        with self._connect(old) as conn, conn.cursor() as cur:
-            cur.execute(
-                "INSERT INTO _vt.resharding_journal (id, db_name, val) VALUES (%s, %s, %s)",
-                (journal.id, keyspace, text_format.MessageToString(journal)),
-            )
-        keyspaces = self.topology.load()
+        keyspaces = self.topology.load()  # the targets serve from here on (writes are paused)
         shards = [s for s in keyspaces[keyspace] if s.name != source]
         shards.append(Shard(source, old.host, old.port, serving=False))
         shards += [Shard(n, "127.0.0.1", self.shard_ports[i]) for n, i in targets.items()]
         keyspaces[keyspace] = sorted(shards, key=lambda s: s.name)
         self.topology.save(keyspaces)
+        with self._connect(old) as conn, conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO _vt.resharding_journal (id, db_name, val) VALUES (%s, %s, %s)",
+                (journal.id, keyspace, text_format.MessageToString(journal)),
+            )
 
 
 def _kid(value: Any) -> bytes:

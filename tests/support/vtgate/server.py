@@ -43,9 +43,14 @@ class VitessService(vtgateservice_pb2_grpc.VitessServicer):
 def serve(topology: Path, grpc_port: int, mysql_port: int, copy_rows: int) -> None:
     os.environ["TZ"] = "UTC"
     time.tzset()
+    # Clients log in as the CDC user; the tablets read binlogs and copy tables as the
+    # shard servers' admin (LOCK TABLES, consistent snapshots), as Vitess's own users do.
     user = os.environ.get("TIDEMARK_DB_USER", "tidemark")
     password = os.environ.get("TIDEMARK_DB_PASSWORD", "tidemark-dev")
-    credentials = {"user": user, "password": password}
+    credentials = {
+        "user": os.environ.get("TIDEMARK_ADMIN_USER", "tidemark_admin"),
+        "password": os.environ.get("TIDEMARK_ADMIN_PASSWORD", "tidemark-admin-dev"),
+    }
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
     vtgateservice_pb2_grpc.add_VitessServicer_to_server(
         VitessService(Topology(topology), credentials, copy_rows), server

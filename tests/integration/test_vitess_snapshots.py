@@ -187,3 +187,59 @@ def test_an_incremental_snapshot_of_both_shards_under_writes_and_the_stream_in_d
         (r.asDict() for r in live_rows(spark, f"{root}/{keyspace}.items").collect()), key=lambda r: r["id"]
     )
     assert merged == expected
+
+
+@pytest.mark.parametrize("release", ["stream", "lakehouse"])
+def test_the_spark_chunk_job_reads_every_shards_windows_in_parallel(
+    vitess, keyspace, tmp_path, spark, release
+):
+    """The Spark job plans windows per shard and reads them with Python on its executors
+    (Vitess has no JDBC path); both release modes land the same Delta table."""
+    from spark_jobs.delta_merge import run_local
+    from spark_jobs.incremental_snapshot import main as chunk_job
+    from spark_jobs.merge.delta_apply import live_rows
+
+    seed(vitess, keyspace, 1500)
+    c = vitess_connector(vitess, tmp_path / "connector", keyspace)
+    proc = start_process(c)
+    writer = Writer(vitess, keyspace, 1500)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        writer.start()
+        config = c.config()
+        data = {
+            "data-collections": [f"{keyspace}.items"],
+            "tidemark.reader": "spark",
+            "tidemark.chunk-size": 200,
+            "tidemark.release": release,
+        }
+        send_signal(connector_of(config), config, "spark-1", "execute-snapshot", data)
+        args = ["--config", str(c.path), "--staging", str(tmp_path / "staging"), "--parallelism", "2"]
+        assert chunk_job([*args, "--signal", "spark-1"]) == 0
+        wait_for(
+            lambda: finished(c, "spark-1") is not None, 120, interval=0.3, message="the snapshot to finish"
+        )
+        writer.stop_flag.set()
+        writer.join(30)
+        assert writer.error is None, writer.error
+        for shard in ("-80", "80-"):
+            marker = next(i for i in range(10**6, 2 * 10**6) if vitess.shard_of(keyspace, i) == shard)
+            vitess.write(keyspace, {shard: [("INSERT INTO items VALUES (%s, 0, 'marker')", (marker,))]})
+            topic = f"tm.{keyspace}.items"
+            wait_for(
+                lambda m=marker: any(e["after"] and e["after"]["id"] == m for e in payloads(c, topic)), 60
+            )
+        assert stop_process(proc) == 0
+    finally:
+        writer.stop_flag.set()
+        if proc.poll() is None:
+            proc.kill()
+    tables = finished(c, "spark-1")["tables"]
+    assert sorted(t["partition"] for t in tables) == ["-80", "80-"]
+    assert all(t["windows_done"] == t["windows_total"] for t in tables)
+    root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
+    run_local(spark, c.config(), root, checkpoint)
+    merged = sorted(
+        (r.asDict() for r in live_rows(spark, f"{root}/{keyspace}.items").collect()), key=lambda r: r["id"]
+    )
+    assert merged == sorted(vitess.rows(keyspace, "items"), key=lambda r: r["id"])

@@ -222,10 +222,10 @@ def test_the_spark_chunk_job_reads_every_shards_windows_in_parallel(
         writer.stop_flag.set()
         writer.join(30)
         assert writer.error is None, writer.error
+        topic = f"tm.{keyspace}.items"
         for shard in ("-80", "80-"):
             marker = next(i for i in range(10**6, 2 * 10**6) if vitess.shard_of(keyspace, i) == shard)
             vitess.write(keyspace, {shard: [("INSERT INTO items VALUES (%s, 0, 'marker')", (marker,))]})
-            topic = f"tm.{keyspace}.items"
             wait_for(
                 lambda m=marker: any(e["after"] and e["after"]["id"] == m for e in payloads(c, topic)), 60
             )

@@ -191,6 +191,10 @@ class ShardStream:
                 return
             if table != "heartbeat" or not self.keyspace_heartbeats:
                 return
+            mine = f"{self.keyspace}:".encode()  # this server's rows of this keyspace only
+            rows = [r for r in event.rows if _heartbeat_key(r).startswith(mine)]
+            if not rows:
+                return
         elif schema != self.keyspace or not self.rules.matches(table):
             return
         fields = self._table(schema, table, event)
@@ -257,6 +261,12 @@ class ShardStream:
 
     def close(self) -> None:
         self.meta.close()
+
+
+def _heartbeat_key(row: dict[str, Any]) -> bytes:
+    values = row.get("after_values") or row.get("values") or {}
+    key = values.get("keyspaceShard") or b""
+    return key if isinstance(key, bytes) else str(key).encode()
 
 
 def journal_event(value: Any) -> Any:

@@ -9,6 +9,7 @@ BENCHMARKS = {
     "streamer": "bench.streamer_throughput",
     "snapshot": "bench.snapshot_throughput",
     "merge": "bench.merge_throughput",
+    "vitess": "bench.vitess_throughput",
 }
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def keyspace(vitess):
     name = f"rs_{uuid.uuid4().hex[:10]}"
-    vitess.create_keyspace(name, {"-80": 0, "80-": 1})
+    name = vitess.create_keyspace(name, {"-80": 0, "80-": 1})
     vitess.execute(name, "CREATE TABLE items (id INT PRIMARY KEY, v INT)")
     yield name
     vitess.drop_keyspace(name)

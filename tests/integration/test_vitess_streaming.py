@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def keyspace(vitess):
     name = f"vt_{uuid.uuid4().hex[:10]}"
-    vitess.create_keyspace(name, {"-80": 0, "80-": 1})
+    name = vitess.create_keyspace(name, {"-80": 0, "80-": 1})
     vitess.execute(name, "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(32), qty INT)")
     yield name
     vitess.drop_keyspace(name)
@@ -189,7 +189,7 @@ def test_the_seeds_type_mapping_in_the_copy_phase_and_in_the_binlog(vitess, tmp_
     """Every type of seed 004's table, once copied (snapshot.mode: initial) and once
     streamed: the same event value from both VStream phases' text forms."""
     name = f"vt_{uuid.uuid4().hex[:10]}"
-    vitess.create_keyspace(name, {"0": 0})
+    name = vitess.create_keyspace(name, {"0": 0})
     try:
         columns = ", ".join(f"{col} {kind}" for col, (kind, _, _) in TYPES.items())
         vitess.execute(name, f"CREATE TABLE typed (id INT PRIMARY KEY, {columns})")

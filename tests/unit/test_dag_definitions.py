@@ -183,3 +183,21 @@ def test_backfill_form_selects_the_data_interval():
             "filter": "placed_at >= '2026-11-01 00:00:00' AND placed_at < '2026-11-02 00:00:00'",
         }
     ]
+
+
+def test_a_vitess_connector_file_gets_its_streamer_and_backfill_dags(tmp_path):
+    """DAGs are generated from any connector's file, Vitess's as MySQL's (nothing in them
+    knows a source); its properties are validated on import."""
+    (tmp_path / "shop.yaml").write_text(
+        "name: vshop\nconnector.class: vitess\ntopic.prefix: vshop\ndatabase.hostname: 127.0.0.1\n"
+        "database.user: tidemark\nvitess.keyspace: commerce\nsignal.data.collection: commerce.debezium_signal\n"
+        "airflow.backfill.tables: commerce.orders:placed_at\nairflow.backfill.start.date: '2026-11-01'\n"
+    )
+    result = import_dags({"TIDEMARK_CONNECTORS_DIR": str(tmp_path)})
+    assert result["errors"] == {}
+    assert {"tidemark_stream_vshop", "tidemark_backfill_vshop", "tidemark_snapshot"} <= set(result["dags"])
+    (tmp_path / "shop.yaml").write_text(
+        "name: vshop\nconnector.class: vitess\ntopic.prefix: vshop\ndatabase.hostname: h\ndatabase.user: u\n"
+    )
+    result = import_dags({"TIDEMARK_CONNECTORS_DIR": str(tmp_path)})
+    assert any("vitess.keyspace" in e for e in result["errors"].values())

@@ -94,3 +94,16 @@ def test_docker_compose_config_where_the_plugin_exists():
     if has_plugin:
         result = subprocess.run([docker, "compose", "-f", str(ROOT / "docker-compose.yml"), "config", "-q"])
         assert result.returncode == 0
+
+
+def test_the_connector_files_for_the_stacks_servers_are_valid():
+    """docker/connectors/: connector files for the compose stack's real servers, validated
+    as the streamer validates them (each names a port the compose file publishes)."""
+    from cdc_core.config.connector_config import load_config
+
+    files = sorted((ROOT / "docker" / "connectors").glob("*.yaml"))
+    assert files
+    published = yaml.safe_dump(yaml.safe_load((ROOT / "docker-compose.yml").read_text()))
+    for path in files:
+        config = load_config(path, environ={})
+        assert f"127.0.0.1:{config.get('database.port')}" in published, path.name

@@ -98,3 +98,13 @@ def test_a_vgtid_with_copy_progress_round_trips_through_the_protos():
     assert vgtid.copying()
     assert vgtid.shards[0].table_p_ks[0]["table_name"] == "t"
     assert Vgtid.from_json(vgtid.to_json()).to_proto(binlogdata_pb2) == message
+
+
+def test_a_position_is_described_shard_by_shard():
+    from cdc_core.connectors.vitess.connector import CONNECTOR
+
+    vgtid = Vgtid(
+        (ShardGtid("ks", "-80", "MariaDB/0-11-5"), ShardGtid("ks", "80-", "", ({"table_name": "t"},)))
+    )
+    text = CONNECTOR.describe_position({"vgtid": vgtid.to_json(), "epochs": {}})
+    assert text == "ks/-80@MariaDB/0-11-5 ks/80-@copy (copying 1 table(s))"

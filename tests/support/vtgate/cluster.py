@@ -99,8 +99,12 @@ class VitessCluster:
             init_command="SET time_zone = '+00:00'",
         )
 
-    def create_keyspace(self, name: str, shards: dict[str, int] | None = None) -> None:
-        """`shards`: shard name → index of its server (default: -80 and 80- on the first two)."""
+    host = "127.0.0.1"
+    real = False  # the double (tests/support/vtgate/real.py is a real VTGate's stand-in for this)
+
+    def create_keyspace(self, name: str, shards: dict[str, int] | None = None) -> str:
+        """`shards`: shard name → index of its server (default: -80 and 80- on the first
+        two). Returns the keyspace to use (`name`)."""
         shards = shards if shards is not None else {"-80": 0, "80-": 1}
         for index in set(shards.values()):
             with self.server(index) as conn, conn.cursor() as cur:
@@ -113,6 +117,7 @@ class VitessCluster:
         keyspaces = self.topology.load()
         keyspaces[name] = [Shard(s, "127.0.0.1", self.shard_ports[i]) for s, i in shards.items()]
         self.topology.save(keyspaces)
+        return name
 
     def drop_keyspace(self, name: str) -> None:
         keyspaces = self.topology.load()
@@ -261,9 +266,10 @@ def vitess_connector(
 
     props: dict[str, Any] = {
         "connector.class": "vitess",
-        "database.hostname": "127.0.0.1",
+        "database.hostname": cluster.host,
         "database.port": cluster.grpc_port,
         "vitess.keyspace": keyspace,
+        "vitess.mysql.hostname": cluster.host,
         "vitess.mysql.port": cluster.mysql_port,
         "snapshot.mode": "never",
         "signal.data.collection": f"{keyspace}.debezium_signal",

@@ -14,6 +14,12 @@ from tests.support.vtgate.cluster import VitessCluster
 
 @pytest.fixture(scope="session")
 def vitess(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VitessCluster]:
+    """The double, or a real VTGate when `TIDEMARK_VITESS_VTGATE` names one (real.py)."""
+    if os.environ.get("TIDEMARK_VITESS_VTGATE"):
+        from tests.support.vtgate.real import RealVitess
+
+        yield RealVitess()  # type: ignore[misc]
+        return
     base = int(os.environ.get("TIDEMARK_VITESS_SHARD_PORT", "3311"))
     ports = [base + i for i in range(4)]
     for port in ports:

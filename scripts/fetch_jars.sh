@@ -2,14 +2,15 @@
 # Fetches the JVM artifacts named in jvm/pom.xml from Maven Central into the ignored
 # .jars/ folder: .jars/spark (Delta, Spark's Kafka source, MariaDB JDBC), .jars/kafka (the
 # Kafka broker), .jars/debezium (Debezium's embedded engine and connectors) and
-# .jars/vitess (Vitess's gRPC client jar, for its .proto files), and compiles the parity
-# test's recorder (jvm/recorder/) into .jars/recorder. Idempotent: skipped when neither
-# the pom nor the recorder changed.
+# .jars/vitess (Vitess's gRPC client jar, for its .proto files) and .jars/mongo
+# (mongo-java-server), and compiles the parity test's recorder (jvm/recorder/) into
+# .jars/recorder and the MongoDB test server (jvm/mongo/) into .jars/mongo-server.
+# Idempotent: skipped when neither the pom nor the Java sources changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 stamp=.jars/.fetched
-want=$(cat jvm/pom.xml jvm/recorder/*.java | sha256sum | cut -d' ' -f1)
+want=$(cat jvm/pom.xml jvm/recorder/*.java jvm/mongo/*.java | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -19,7 +20,7 @@ command -v javac >/dev/null || { echo "fetch_jars: javac not found (scripts/inst
 mkdir -p .jars
 log=.jars/maven.log
 : > "$log"
-for profile in spark kafka-broker debezium vitess; do
+for profile in spark kafka-broker debezium vitess mongo; do
   dest=.jars/${profile%-broker}
   rm -rf "$dest"
   if ! mvn -q -B -Dstyle.color=never -f jvm/pom.xml -P "$profile" dependency:copy-dependencies \
@@ -35,5 +36,11 @@ if ! javac -nowarn -d .jars/recorder -cp ".jars/debezium/*" jvm/recorder/*.java 
   echo "fetch_jars: the recorder (jvm/recorder/) did not compile (full log: $log)" >&2
   exit 1
 fi
+rm -rf .jars/mongo-server
+if ! javac -nowarn -d .jars/mongo-server -cp ".jars/mongo/*" jvm/mongo/*.java >>"$log" 2>&1; then
+  tail -30 "$log" >&2
+  echo "fetch_jars: the MongoDB test server (jvm/mongo/) did not compile (full log: $log)" >&2
+  exit 1
+fi
 echo "$want" > "$stamp"
-echo "fetch_jars: $(ls .jars/spark | wc -l) Spark jars, $(ls .jars/kafka | wc -l) Kafka broker jars, $(ls .jars/debezium | wc -l) Debezium jars, $(ls .jars/vitess | wc -l) Vitess jar in .jars/"
+echo "fetch_jars: $(ls .jars/spark | wc -l) Spark jars, $(ls .jars/kafka | wc -l) Kafka broker jars, $(ls .jars/debezium | wc -l) Debezium jars, $(ls .jars/vitess | wc -l) Vitess jar, $(ls .jars/mongo | wc -l) mongo-java-server jars in .jars/"

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import decimal
-import math
 from typing import Any
 
 import orjson
@@ -23,6 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from cdc_core.events.connect_decimal import decode_decimal
+from cdc_core.events.java_text import java_double
 
 _PRIMITIVE: dict[str, T.DataType] = {
     "int8": T.ByteType(),
@@ -156,23 +155,6 @@ def json_text(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(json_text(v) for v in value) + "]"
     return orjson.dumps(value).decode()
-
-
-def java_double(x: float) -> str:
-    """Java's `Double.toString` of a finite double (its shortest digits, which Python's
-    repr has too): plain from 10^-3 to below 10^7, else `d.dddE<n>`."""
-    if x == 0:
-        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
-    sign, digit_tuple, exponent = decimal.Decimal(repr(x)).as_tuple()
-    digits = "".join(map(str, digit_tuple)).rstrip("0") or "0"
-    point = len(digit_tuple) + int(exponent) - 1  # the power of ten of the first digit
-    text = "-" if sign else ""
-    if 1e-3 <= abs(x) < 1e7:
-        if point >= 0:
-            whole = digits[: point + 1].ljust(point + 1, "0")
-            return f"{text}{whole}.{digits[point + 1 :] or '0'}"
-        return f"{text}0.{'0' * (-point - 1)}{digits}"
-    return f"{text}{digits[0]}.{digits[1:] or '0'}E{point}"
 
 
 def _decimal_udf(precision: int, scale: int) -> Any:

@@ -1,0 +1,131 @@
+"""BSON values as the MongoDB Java driver writes them in Debezium's MongoDB records.
+
+Debezium's MongoDB connector writes three texts, each in a mode of the Java driver's
+JSON writer (research in README "MongoDB"):
+
+- the key's `id`: Extended JSON *relaxed*, compact (`": "` after a name, `,` between
+  members): `1004`, `"abc"` (quoted), `{"$oid": "..."}`;
+- `after`/`before`: Extended JSON v1 *strict* in the same compact layout:
+  `{"_id": {"$oid": "..."},"n": {"$numberLong": "123"},"at": {"$date": 1783078553473}}`;
+- `updateDescription.updatedFields`: *relaxed*, with `, ` between members.
+
+pymongo's json_util writes none of these byte for byte (its legacy mode writes int64 as
+a bare number), so the texts are written here from the BSON values pymongo decodes.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import math
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+from bson.datetime_ms import DatetimeMS
+
+from cdc_core.events.java_text import java_double
+
+STRICT, RELAXED = "strict", "relaxed"
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def strict(document: Mapping[str, Any]) -> str:
+    """`after`/`before`: Extended JSON v1 strict, compact."""
+    return _value(document, STRICT, ",")
+
+
+def relaxed(value: Any, separator: str = ",") -> str:
+    """The key's `id` (compact) or, with `separator=", "`, `updatedFields`."""
+    return _value(value, RELAXED, separator)
+
+
+def _string(text: str) -> str:
+    return orjson.dumps(text).decode()
+
+
+def _millis(value: dt.datetime) -> int:
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+    return int((aware - EPOCH) / dt.timedelta(milliseconds=1))
+
+
+def _iso(millis: int) -> str:
+    """Java's ISO_OFFSET_DATE_TIME in UTC: no fraction when it is 0, else its digits
+    without trailing zeros (`.47`, `.729`)."""
+    moment = EPOCH + dt.timedelta(milliseconds=millis)
+    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    fraction = millis % 1000
+    if fraction:
+        text += "." + f"{fraction:03d}".rstrip("0")
+    return text + "Z"
+
+
+def _double(x: float, mode: str) -> str:
+    if math.isnan(x) or math.isinf(x):
+        name = "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
+        return name if mode == STRICT else f'{{"$numberDouble": "{name}"}}'
+    return java_double(x)
+
+
+def _value(value: Any, mode: str, sep: str) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Int64):
+        return f'{{"$numberLong": "{int(value)}"}}' if mode == STRICT else str(int(value))
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return str(value)
+        return f'{{"$numberLong": "{value}"}}' if mode == STRICT else str(value)
+    if isinstance(value, float):
+        return _double(value, mode)
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, Mapping):
+        members = sep.join(f"{_string(str(k))}: {_value(v, mode, sep)}" for k, v in value.items())
+        return "{" + members + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + sep.join(_value(v, mode, sep) for v in value) + "]"
+    if isinstance(value, ObjectId):
+        return f'{{"$oid": "{value}"}}'
+    if isinstance(value, Decimal128):
+        return f'{{"$numberDecimal": "{value}"}}'
+    if isinstance(value, (dt.datetime, DatetimeMS)):
+        millis = value._value if isinstance(value, DatetimeMS) else _millis(value)
+        if mode == STRICT:
+            return f'{{"$date": {millis}}}'
+        if 0 <= millis < 253402300800000:  # years 1970-9999: ISO text, else the count
+            return f'{{"$date": "{_iso(millis)}"}}'
+        return f'{{"$date": {{"$numberLong": "{millis}"}}}}'
+    if isinstance(value, uuid.UUID):
+        value = Binary.from_uuid(value)
+    if isinstance(value, (Binary, bytes)):
+        subtype = value.subtype if isinstance(value, Binary) else 0
+        data = base64.b64encode(bytes(value)).decode()
+        if mode == STRICT:
+            return f'{{"$binary": "{data}"{sep}"$type": "{subtype:02x}"}}'
+        return f'{{"$binary": {{"base64": "{data}"{sep}"subType": "{subtype:02x}"}}}}'
+    if isinstance(value, Timestamp):
+        return f'{{"$timestamp": {{"t": {value.time}{sep}"i": {value.inc}}}}}'
+    if isinstance(value, (Regex, re.Pattern)):
+        pattern = value.pattern
+        flags = value.flags if isinstance(value, Regex) else value.flags
+        options = "".join(c for c, bit in (("i", 2), ("l", 4), ("m", 8), ("s", 16), ("u", 32), ("x", 64)) if flags & bit)
+        if isinstance(flags, str):
+            options = flags
+        if mode == STRICT:
+            return f'{{"$regex": {_string(pattern)}{sep}"$options": "{options}"}}'
+        return f'{{"$regularExpression": {{"pattern": {_string(pattern)}{sep}"options": "{options}"}}}}'
+    if isinstance(value, MinKey):
+        return '{"$minKey": 1}'
+    if isinstance(value, MaxKey):
+        return '{"$maxKey": 1}'
+    if isinstance(value, Code):
+        return f'{{"$code": {_string(str(value))}}}'
+    if isinstance(value, DBRef):
+        return _value(value.as_doc(), mode, sep)
+    raise TypeError(f"a BSON value of type {type(value).__name__} has no Extended JSON form here")

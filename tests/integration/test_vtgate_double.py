@@ -55,7 +55,10 @@ def test_current_then_a_transaction_per_response_with_its_vgtid_before_its_commi
     field, row, vgtid = response.events[1], response.events[2], response.events[3]
     assert field.field_event.table_name == f"{keyspace}.t" and field.field_event.fields[0].flags & 2
     assert row.row_event.table_name == f"{keyspace}.t" and row.row_event.shard == "80-"
-    assert {s.shard: s.gtid.startswith("MariaDB/0-") for s in vgtid.vgtid.shard_gtids} == {"-80": True, "80-": True}
+    assert {s.shard: s.gtid.startswith("MariaDB/0-") for s in vgtid.vgtid.shard_gtids} == {
+        "-80": True,
+        "80-": True,
+    }
     assert vgtid.timestamp == 0 and response.events[4].timestamp > 0
     call.cancel()
 

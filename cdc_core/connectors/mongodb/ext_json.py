@@ -112,11 +112,9 @@ def _value(value: Any, mode: str, sep: str) -> str:
     if isinstance(value, Timestamp):
         return f'{{"$timestamp": {{"t": {value.time}{sep}"i": {value.inc}}}}}'
     if isinstance(value, (Regex, re.Pattern)):
-        pattern = value.pattern
-        flags = value.flags if isinstance(value, Regex) else value.flags
-        options = "".join(c for c, bit in (("i", 2), ("l", 4), ("m", 8), ("s", 16), ("u", 32), ("x", 64)) if flags & bit)
-        if isinstance(flags, str):
-            options = flags
+        pattern, flags = value.pattern, value.flags  # re's flag bits, as BSON's Regex keeps them
+        bits = (("i", 2), ("l", 4), ("m", 8), ("s", 16), ("u", 32), ("x", 64))
+        options = flags if isinstance(flags, str) else "".join(c for c, bit in bits if flags & bit)
         if mode == STRICT:
             return f'{{"$regex": {_string(pattern)}{sep}"$options": "{options}"}}'
         return f'{{"$regularExpression": {{"pattern": {_string(pattern)}{sep}"options": "{options}"}}}}'

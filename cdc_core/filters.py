@@ -248,6 +248,12 @@ class RowShaper:
     def key(self, values: tuple[Any, ...]) -> dict[str, Any] | None:
         return self._key(values) if self.key_plan else None
 
+    def envelope_schema(self, source: dict[str, Any], ordered: bool) -> dict[str, Any]:
+        return connect_schema.envelope_schema(self.topic, self.row_schema, source, ordered)
+
+    def payload(self, event: Any) -> dict[str, Any]:
+        return event.payload()
+
     def key_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(values[pos] for pos in self._key_positions)
 

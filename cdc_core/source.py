@@ -19,6 +19,8 @@ from cdc_core.schema.model import Column, TableId, TableSchema
 
 if TYPE_CHECKING:
     from cdc_core.connector import PositionWatermarks, SourceSession
+    from cdc_core.events.envelope import ChangeEvent
+    from cdc_core.filters import ColumnRules
     from cdc_core.snapshot.staged_form import StagedForm
 
 
@@ -57,6 +59,8 @@ class RowChange:
     # A snapshot read released from a Spark-staged window: `after` is in that staged form
     # (the column rules already applied to the columns they change), not the table's.
     staged: StagedForm | None = None
+    # Envelope fields of the source's own beside before/after (MongoDB's updateDescription).
+    extra: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -149,6 +153,28 @@ class ColumnMapping:
     text: bool = False
 
 
+class Shaper(Protocol):
+    """One table's rows as events: key and row images, and the envelope around them."""
+
+    topic: str
+    key_schema: Schema | None
+    key_plan: Any  # truthy when the table has a key
+
+    def key(self, values: tuple[Any, ...]) -> dict[str, Any] | None: ...
+
+    def key_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]: ...
+
+    def row(self, values: tuple[Any, ...] | None) -> Any: ...
+
+    def envelope_schema(self, source: Schema, ordered: bool) -> Schema:
+        """The value's Connect schema."""
+        ...
+
+    def payload(self, event: ChangeEvent) -> dict[str, Any]:
+        """The value's payload, in the envelope's field order."""
+        ...
+
+
 class TypeMapper(Protocol):
     def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping: ...
 
@@ -196,6 +222,13 @@ class Source(Protocol):
 
     def chunk_source(self) -> SourceSession:
         """A new connection for snapshot chunk reads and watermark writes."""
+        ...
+
+    def shaper(
+        self, schema: TableSchema, topic: str, rules: ColumnRules, staged: StagedForm | None = None
+    ) -> Shaper:
+        """How a table's rows become events (`filters.RowShaper` for a table of columns;
+        a document source shapes its own envelope)."""
         ...
 
     def partitions(self, table: TableId) -> tuple[str | None, ...]:

@@ -49,6 +49,7 @@ class ChangeEvent:
     source: dict[str, Any]
     transaction: dict[str, Any] | None
     ts_ns: int
+    extra: dict[str, Any] | None = None  # the source's own envelope fields (see `RowChange.extra`)
 
     def payload(self) -> dict[str, Any]:
         ts_ns = self.ts_ns

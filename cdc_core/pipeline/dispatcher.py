@@ -20,7 +20,6 @@ from typing import Any
 import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.events import connect_schema
 from cdc_core.events.envelope import (
     CONTEXT_HEADERS,
     NEWKEY_HEADER,
@@ -34,7 +33,7 @@ from cdc_core.events.envelope import (
     EventSerializer,
     Record,
 )
-from cdc_core.filters import ColumnRules, RowShaper, TableFilter
+from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.schema.model import TableId
 from cdc_core.snapshot.staged_form import StagedForm
@@ -43,6 +42,7 @@ from cdc_core.source import (
     PositionAdvance,
     RowChange,
     SchemaChange,
+    Shaper,
     SnapshotRelease,
     Source,
     StateChange,
@@ -85,13 +85,13 @@ class DispatchStats:
 class _ShaperEntry:
     __slots__ = ("key_schema", "schema", "shaper", "staged", "value_schema")
 
-    def __init__(self, schema: Any, shaper: RowShaper, key_schema: bytes | None, value_schema: bytes) -> None:
+    def __init__(self, schema: Any, shaper: Shaper, key_schema: bytes | None, value_schema: bytes) -> None:
         self.schema = schema
         self.shaper = shaper
         self.key_schema = key_schema
         self.value_schema = value_schema
         # Shapers of this schema's Spark-staged snapshot rows, by staged form digest.
-        self.staged: dict[str, RowShaper] = {}
+        self.staged: dict[str, Shaper] = {}
 
 
 class Dispatcher:
@@ -106,6 +106,7 @@ class Dispatcher:
         self.tables = TableFilter(config)
         self.rules = ColumnRules(config)
         self.types = source.type_mapper()
+        self.shapes = source.shaper  # how the source's rows become events
         self.source_schema = source.source_schema()
         self.tracker = tracker
         self.skipped_ops = {op for op in config.get("skipped.operations") if op != "none"}
@@ -158,10 +159,8 @@ class Dispatcher:
         if entry is not None and entry.schema is schema:
             return entry
         topic = self.topic_for(schema.id)
-        shaper = RowShaper(schema, topic, self.rules, self.types)
-        envelope = connect_schema.envelope_schema(
-            topic, shaper.row_schema, self.source_schema, self.txn_metadata
-        )
+        shaper = self.shapes(schema, topic, self.rules)
+        envelope = shaper.envelope_schema(self.source_schema, self.txn_metadata)
         entry = _ShaperEntry(
             schema,
             shaper,
@@ -173,11 +172,11 @@ class Dispatcher:
         self._shapers[id(schema)] = entry
         return entry
 
-    def _staged_shaper(self, entry: _ShaperEntry, form: StagedForm) -> RowShaper:
+    def _staged_shaper(self, entry: _ShaperEntry, form: StagedForm) -> Shaper:
         """The shaper of rows in a staged form: the same events from fewer, shaped values."""
         shaper = entry.staged.get(form.digest)
         if shaper is None:
-            shaper = RowShaper(entry.schema, entry.shaper.topic, self.rules, self.types, staged=form)
+            shaper = self.shapes(entry.schema, entry.shaper.topic, self.rules, staged=form)
             entry.staged[form.digest] = shaper
         return shaper
 
@@ -373,9 +372,9 @@ class Dispatcher:
         return offset
 
     def _value(self, entry: _ShaperEntry, event: ChangeEvent) -> bytes:
-        return self.value_serializer.wrap(entry.value_schema, event.payload())
+        return self.value_serializer.wrap(entry.value_schema, entry.shaper.payload(event))
 
-    def _events(self, item: RowChange, shaper: RowShaper) -> list[ChangeEvent]:
+    def _events(self, item: RowChange, shaper: Shaper) -> list[ChangeEvent]:
         """One event, or two for a primary-key change (each numbered in the transaction)."""
         topic = shaper.topic
         now = time.time_ns()
@@ -423,6 +422,7 @@ class Dispatcher:
                 item.source,
                 self._block(name),
                 now,
+                item.extra,
             )
         ]
 

@@ -44,6 +44,11 @@ class FakeSource:
     def source_schema(self):
         return source_schema("mysql")
 
+    def shaper(self, schema, topic, rules, staged=None):
+        from cdc_core.filters import RowShaper
+
+        return RowShaper(schema, topic, rules, self.type_mapper(), staged)
+
 
 def config(tmp_path, extra: str = ""):
     path = tmp_path / "c.yaml"

@@ -41,7 +41,7 @@ from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION, source_schem
 from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
 from cdc_core.errors import PositionLostError, SchemaMismatchError, TidemarkError
 from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE, OP_UPDATE
-from cdc_core.filters import TableFilter
+from cdc_core.filters import RowShaper, TableFilter
 from cdc_core.schema.history import SchemaHistory
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.source import (
@@ -165,6 +165,9 @@ class BinlogSource:
 
     def current_tables(self) -> Mapping[TableId, TableSchema]:
         return self.tables
+
+    def shaper(self, schema: TableSchema, topic: str, rules: Any, staged: Any = None) -> RowShaper:
+        return RowShaper(schema, topic, rules, self.type_mapper(), staged)
 
     def partitions(self, table: TableId) -> tuple[str | None, ...]:
         return (None,)  # one binlog

@@ -29,7 +29,7 @@ from cdc_core.connectors.vitess.types import VitessModes, VitessTypeMapper
 from cdc_core.connectors.vitess.vgtid import Vgtid, for_keyspace
 from cdc_core.connectors.vitess.vstream import ENDED, StreamSettings, VStreamCall, open_channel, stubs
 from cdc_core.errors import SourceUnavailableError, TidemarkError
-from cdc_core.filters import TableFilter
+from cdc_core.filters import RowShaper, TableFilter
 from cdc_core.schema.history import SchemaHistory
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.source import LogItem, SourceStatus
@@ -205,6 +205,9 @@ class VitessSource:
 
     def current_tables(self) -> Mapping[TableId, TableSchema]:
         return self.assembler.tables if self.assembler is not None else {}
+
+    def shaper(self, schema: TableSchema, topic: str, rules: Any, staged: Any = None) -> RowShaper:
+        return RowShaper(schema, topic, rules, self.type_mapper(), staged)
 
     def partitions(self, table: TableId) -> tuple[str | None, ...]:
         """The keyspace's shards, as the stream knows them (all resolved after its first

@@ -47,7 +47,7 @@ from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId
 from cdc_core.signals.actions import WINDOW_CLOSE, WINDOW_OPEN, ExecuteSnapshot, parse_signal
-from cdc_core.signals.conditions import parse_condition
+from cdc_core.signals.conditions import condition_fields, parse_condition
 from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import decode_key, encode_key
@@ -184,7 +184,7 @@ def run_windows(
             form = forms.get(w["table"]) or shaping.form(source.table_schema(table), w["key"])
             forms[w["table"]] = form
             schema = form.schema
-            condition = parse_condition(w["condition"], schema.column_names) if w["condition"] else None
+            condition = parse_condition(w["condition"], condition_fields(schema)) if w["condition"] else None
             partition = w.get("partition")
             plan = ChunkPlan(schema, tuple(w["key"]), condition, partition)
             window_id = open_window(source, signal_id, w)
@@ -260,7 +260,7 @@ class JvmBatches:
 
     def _read(self, batch: list[dict[str, Any]], base: str) -> None:
         text = batch[0]["condition"]
-        condition = parse_condition(text, self.columns) if text else None
+        condition = parse_condition(text, condition_fields(self.schema)) if text else None
         plan = ChunkPlan(self.schema, tuple(batch[0]["key"]), condition, self.partition)
         spans = [(decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
         frame = self.reader.read(self.spark, self.form, plan, spans)

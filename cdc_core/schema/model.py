@@ -98,6 +98,8 @@ class TableSchema:
     charset: str | None = None
     collation: str | None = None
     comment: str | None = None
+    # A document collection (MongoDB): its rows are documents, fields not fixed by columns.
+    documents: bool = False
     _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -136,6 +138,8 @@ class TableSchema:
         for key in ("charset", "collation", "comment"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
+        if self.documents:
+            data["documents"] = True
         return data
 
     @classmethod
@@ -147,4 +151,5 @@ class TableSchema:
             charset=data.get("charset"),
             collation=data.get("collation"),
             comment=data.get("comment"),
+            documents=bool(data.get("documents", False)),
         )

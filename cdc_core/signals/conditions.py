@@ -130,6 +130,7 @@ class _Parser:
         self.tokens = _tokens(text)
         self.i = 0
         self.depth = 0
+        self.any_field = columns is ANY_FIELD
         self.columns = {c.lower(): c for c in columns}
 
     def error(self, message: str) -> ConditionError:
@@ -205,7 +206,8 @@ class _Parser:
             name = token.text[1:-1].replace('""', '"')
         else:
             raise self.error(f"expected a column name, found {token.text!r}")
-        known = self.columns.get(name.lower())
+        known = name if self.any_field and name and not name.startswith("$") and "\0" not in name else None
+        known = known or self.columns.get(name.lower())
         if known is None:
             hint = " (string literals need single quotes)" if token.kind == "word" else ""
             raise self.error(f"unknown column {name!r}{hint}")
@@ -267,8 +269,22 @@ class _Parser:
         raise self.error(f"expected a comparison after column {column!r}")
 
 
+class _AnyField(tuple):
+    """The fields of a document collection: any name (a path in backquotes, `a.b`), except
+    one starting with `$`, which a document database would read as an operator."""
+
+
+ANY_FIELD = _AnyField()
+
+
+def condition_fields(schema: Any) -> Iterable[str]:
+    """What a table's filters may name: its columns, or any field of a collection's documents."""
+    return ANY_FIELD if getattr(schema, "documents", False) else schema.column_names
+
+
 def parse_condition(text: str, columns: Iterable[str]) -> Condition:
-    """Parse a filter over `columns` (the table's column names, matched case-insensitively)."""
+    """Parse a filter over `columns` (the table's column names, matched case-insensitively;
+    `ANY_FIELD` for a document collection)."""
     if not isinstance(text, str):
         raise ConditionError("a filter must be a string")
     if len(text) > MAX_LENGTH:

@@ -11,7 +11,7 @@ from typing import Any
 
 from cdc_core.events.envelope import OP_READ
 from cdc_core.schema.model import TableSchema
-from cdc_core.signals.conditions import parse_condition
+from cdc_core.signals.conditions import condition_fields, parse_condition
 from cdc_core.snapshot.context import TableProgress
 from cdc_core.source import LogItem, RowChange
 
@@ -47,7 +47,7 @@ class BlockingRun:
         while self.table < len(self.plans):
             schema, progress = self.plans[self.table]
             condition = (
-                parse_condition(progress.condition, schema.column_names) if progress.condition else None
+                parse_condition(progress.condition, condition_fields(schema)) if progress.condition else None
             )
             plan = ChunkPlan(schema, progress.key, condition)
             hi = self.source.next_boundary(plan, self.lo, self.chunk_size)

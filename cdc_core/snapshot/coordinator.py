@@ -21,7 +21,7 @@ from typing import Any
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.actions import WINDOW_CLOSE, WINDOW_OPEN
-from cdc_core.signals.conditions import ConditionError, parse_condition
+from cdc_core.signals.conditions import ConditionError, condition_fields, parse_condition
 from cdc_core.snapshot.chunks import ChunkPlan, ChunkSource
 from cdc_core.snapshot.context import ReadAgain, Snapshot, TableProgress
 from cdc_core.snapshot.keycodec import encode_key
@@ -151,7 +151,9 @@ class ChunkCoordinator:
         schema: TableSchema | None = self.current_schema(table_id)
         if schema is None:
             raise TidemarkError(f"{table_id} is not in the schema timeline")
-        condition = parse_condition(progress.condition, schema.column_names) if progress.condition else None
+        condition = (
+            parse_condition(progress.condition, condition_fields(schema)) if progress.condition else None
+        )
         plan = ChunkPlan(schema, progress.key, condition, progress.partition)
         source = self._chunk_source()
         if again is None:

@@ -1,6 +1,7 @@
 """Key values in JSON, exactly: watermark rows and offsets carry chunk boundaries, and a
 boundary read back must compare equal to the value the database returned (an int stays an
-int, a DECIMAL a Decimal, a DATETIME a datetime, bytes bytes)."""
+int, a DECIMAL a Decimal, a DATETIME a datetime, bytes bytes, a BSON value the same BSON
+value)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def encode_value(v: Any) -> Any:
         return {"$d": v.isoformat()}
     if isinstance(v, dt.timedelta):
         return {"$td": (v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds}
+    if type(v).__module__.startswith("bson.") or isinstance(v, (dict, list)):
+        return {"$bson": _bson(v)}  # a document database's key (an ObjectId, a document, ...)
     if isinstance(v, (bytes, bytearray)):
         return {"$b": base64.b64encode(bytes(v)).decode()}
     raise TidemarkError(f"cannot use a {type(v).__name__} value as a snapshot chunk boundary")
@@ -46,7 +49,18 @@ def decode_value(v: Any) -> Any:
         return base64.b64decode(raw)
     if tag == "$bool":
         return bool(raw)
+    if tag == "$bson":
+        import bson
+
+        return bson.decode(base64.b64decode(raw))["v"]
     raise TidemarkError(f"unknown encoded key value {v!r}")
+
+
+def _bson(v: Any) -> str:
+    """A BSON value, exactly: as a one-field document's bytes (base64)."""
+    import bson
+
+    return base64.b64encode(bson.encode({"v": v})).decode()
 
 
 def encode_key(key: tuple[Any, ...] | None) -> list[Any] | None:

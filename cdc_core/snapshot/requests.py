@@ -17,7 +17,7 @@ from cdc_core.errors import TidemarkError
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.actions import ExecuteSnapshot, matching_tables
-from cdc_core.signals.conditions import Condition, parse_condition
+from cdc_core.signals.conditions import Condition, condition_fields, parse_condition
 from cdc_core.snapshot.chunks import snapshot_key
 from cdc_core.snapshot.staged_form import StagedForm
 
@@ -66,7 +66,7 @@ def requested_tables(
         if action.release == "lakehouse":
             shaping.form(schema, key).check_mergeable()
         text = action.condition_for(table)
-        condition = parse_condition(text, schema.column_names) if text else None
+        condition = parse_condition(text, condition_fields(schema)) if text else None
         found.append(RequestedTable(table, schema, key, text, condition))
     return found
 

@@ -45,7 +45,7 @@ from cdc_core.signals.actions import (
     matching_tables,
     parse_signal,
 )
-from cdc_core.signals.conditions import ConditionError, parse_condition
+from cdc_core.signals.conditions import ConditionError, condition_fields, parse_condition
 from cdc_core.snapshot.blocking import BlockingRun, BlockingSnapshots
 from cdc_core.snapshot.chunks import SnapshotError, snapshot_key
 from cdc_core.snapshot.context import Snapshot, SnapshotContext, TableProgress
@@ -325,7 +325,9 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
             key = snapshot_key(schema, action.surrogate_key, self.key_columns(table_id))
             condition = action.condition_for(table_id)
             if condition is not None:
-                parse_condition(condition, schema.column_names)  # refuse bad filters now, not mid-snapshot
+                parse_condition(
+                    condition, condition_fields(schema)
+                )  # refuse bad filters now, not mid-snapshot
             progress.extend(self._entries(table_id, key, condition))
         if action.snapshot_type == "blocking":
             if any(p.partition is not None for p in progress):

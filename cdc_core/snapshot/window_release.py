@@ -27,7 +27,19 @@ log = logging.getLogger("tidemark.snapshot")
 
 
 def snapshot_source(source: dict[str, Any], table: TableId, row: int) -> dict[str, Any]:
-    return {**source, "db": table.database, "table": table.table, "snapshot": "incremental", "row": row}
+    """A released row's `source` block, from its HW's (a row of the signal table): the
+    released table's names, `snapshot: incremental`, the row's place in the release.
+    Only the fields the connector's block has, under its names (`table`, or MongoDB's
+    `collection`; Vitess's `db` is empty and stays so)."""
+    block = {**source, "snapshot": "incremental"}
+    if source.get("db"):
+        block["db"] = table.database
+    for name in ("table", "collection"):
+        if name in source:
+            block[name] = table.table
+    if "row" in source:
+        block["row"] = row
+    return block
 
 
 class WindowReleases:

@@ -83,3 +83,13 @@ def test_a_backslash_in_a_literal_stays_data():
     assert sql(r"color = 'a\'") == ("`color` = %s", ["a\\"])
     with pytest.raises(ConditionError):
         parse_condition(r"color = 'a\' OR 1=1 -- '", COLUMNS)
+
+
+def test_a_document_collections_filter_may_name_any_field_but_no_operator():
+    from cdc_core.signals.conditions import ANY_FIELD
+
+    condition = parse_condition("status = 'paid' AND `address.city` IN ('Oslo', 'Bergen')", ANY_FIELD)
+    assert columns_of(condition) == {"status", "address.city"}
+    for hostile in ("`$where` = 'sleep(1000)'", "`$expr` > 0", "status = 1; db.dropDatabase()"):
+        with pytest.raises(ConditionError):
+            parse_condition(hostile, ANY_FIELD)

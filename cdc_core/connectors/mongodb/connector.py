@@ -1,0 +1,110 @@
+"""The MongoDB connector (`cdc_core.connector.Connector`): change streams through pymongo,
+documents shaped as Debezium's MongoDB connector shapes them, incremental snapshots by
+`_id` chunks with watermark documents in the signal collection. Importing it loads no
+driver: config validation reads the properties alone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.config.properties import Property
+from cdc_core.schema.history import SchemaHistory
+
+CAPTURE_MODES = (
+    "change_streams",
+    "change_streams_update_full",
+    "change_streams_with_pre_image",
+    "change_streams_update_full_with_pre_image",
+)
+
+PROPERTIES: list[Property] = [
+    Property(
+        "mongodb.connection.string",
+        "str",
+        required=True,
+        description="The deployment's connection string (`mongodb://host:27017/?replicaSet=rs0`); the password "
+        "comes from `database.password` (its environment variable), never from this string.",
+    ),
+    Property(
+        "database.hostname",
+        "str",
+        description="Not used by MongoDB (the hosts are in `mongodb.connection.string`).",
+    ),
+    Property("database.user", "str", description="The user, when the connection string has none."),
+    Property(
+        "capture.mode",
+        "enum",
+        default="change_streams_update_full",
+        choices=CAPTURE_MODES,
+        description="What an update event holds: its change alone (`updateDescription`), the full document "
+        "looked up (`*_update_full`), the document before it (`*_with_pre_image`, MongoDB 6.0 with pre-images "
+        "on the collection).",
+    ),
+    Property(
+        "capture.scope",
+        "enum",
+        default="deployment",
+        choices=("deployment", "database", "collection"),
+        description="What one change stream watches: the whole deployment, the database `capture.target`, or "
+        "the collection `capture.target` (`db.collection`).",
+    ),
+    Property("capture.target", "str", description="The database or `db.collection` of `capture.scope`."),
+    Property(
+        "collection.include.list",
+        "regex-list",
+        description="Collections to capture, `db.collection` (anchored regexes); the same as table.include.list.",
+    ),
+    Property(
+        "collection.exclude.list",
+        "regex-list",
+        description="Collections not to capture, `db.collection`; the same as table.exclude.list.",
+    ),
+    Property(
+        "cursor.max.await.time.ms",
+        "int",
+        default=500,
+        minimum=1,
+        description="How long a getMore waits for changes on an idle stream.",
+    ),
+    Property(
+        "mongodb.poll.interval.ms",
+        "int",
+        default=100,
+        minimum=1,
+        description="The pause between polls of an idle change stream (for servers whose getMore does not wait).",
+    ),
+]
+
+
+class MongoDbConnector:
+    """`cdc_core.connector.Connector` for MongoDB (change streams)."""
+
+    name = "mongodb"
+    title = "MongoDB"
+    system_databases = frozenset({"admin", "config", "local"})
+    properties = PROPERTIES
+    initial_snapshot_in_log = False  # `snapshot.mode: initial` is an incremental snapshot
+
+    def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
+        from cdc_core.connectors.mongodb.source import MongoSource
+
+        return MongoSource(config, history)
+
+    def open_session(self, config: ConnectorConfig) -> Any:
+        from cdc_core.connectors.mongodb.session import MongoSession
+
+        return MongoSession(config)
+
+    def describe_position(self, position: Mapping[str, Any]) -> str:
+        sec, inc = position.get("sec"), position.get("ord")
+        token = position.get("resume_token")
+        where = f"clusterTime {sec}.{inc}" if sec is not None else "start"
+        return f"{where} token {str(token)[:24]}" if token else where
+
+    def spark_reader(self, config: ConnectorConfig) -> None:
+        return None  # the Spark chunk job reads `_id` ranges with pymongo on its executors
+
+
+CONNECTOR = MongoDbConnector()

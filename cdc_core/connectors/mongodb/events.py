@@ -1,0 +1,234 @@
+"""Change stream events → the pipeline's `LogItem`s, in stream order.
+
+Every change event is in a transaction: the events of a multi-document transaction
+(`lsid` + `txnNumber`, contiguous in the stream) in one, with Debezium's id
+`<lsid>:<txnNumber>`; any other event in one of its own (its resume token's text the id),
+so every event carries the ordered metadata and the Delta merge can align it. A
+multi-document transaction ends where the next event belongs to another one, or when the
+stream is idle (`close`): a change stream shows a transaction whole, or not yet.
+
+Order (seed 002's rule, generalised): `transaction_rank` is the cluster time as MongoDB
+orders it, `seconds << 32 | increment`, one value for all of a transaction's events;
+`transaction_epoch` is 0 and grows when the cluster time goes back (a restored
+deployment), kept in the offsets. Positions are `{resume_token, sec, ord, epoch}`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cdc_core.connectors.mongodb.ext_json import relaxed, strict
+from cdc_core.connectors.mongodb.shape import collection_schema
+from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
+from cdc_core.errors import TidemarkError
+from cdc_core.events.connect_schema import Schema, field, struct
+from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
+from cdc_core.schema.model import TableId, TableSchema
+from cdc_core.source import LogItem, RowChange, SchemaChange, TransactionBegin, TransactionCommit
+
+CONNECTOR = "mongodb"
+_OPS = {"insert": OP_CREATE, "update": OP_UPDATE, "replace": OP_UPDATE, "delete": OP_DELETE}
+_DROPS = {"drop", "rename", "dropDatabase"}
+
+
+def source_schema() -> Schema:
+    return struct(
+        "io.debezium.connector.mongo.Source",
+        [
+            field("string", "version", optional=False),
+            field("string", "connector", optional=False),
+            field("string", "name", optional=False),
+            field("int64", "ts_ms", optional=False),
+            field(
+                "string",
+                "snapshot",
+                logical="io.debezium.data.Enum",
+                version=1,
+                parameters={
+                    "allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"
+                },
+                default="false",
+            ),
+            field("string", "db", optional=False),
+            field("string", "sequence"),
+            field("int64", "ts_us"),
+            field("int64", "ts_ns"),
+            field("string", "collection", optional=False),
+            field("int32", "ord", optional=False),
+            field("string", "lsid"),
+            field("int64", "txnNumber"),
+            field("int64", "wallTime"),
+        ],
+        field_name="source",
+        version=1,
+    )
+
+
+def cluster_rank(sec: int, inc: int) -> int:
+    return (sec << 32) | inc
+
+
+class EventAssembler:
+    """The stream's state (position, epoch, the open transaction); `feed` turns a change
+    event document into items."""
+
+    def __init__(
+        self, name: str, position: dict[str, Any] | None, signal: TableId | None, signal_schema: TableSchema
+    ) -> None:
+        self.name = name
+        self.position = dict(position or {})
+        self.signal, self.signal_schema = signal, signal_schema
+        self._txn: str | None = None  # id of the open multi-document transaction
+        self._restart: dict[str, Any] = dict(self.position)
+        self._last_rank = cluster_rank(int(self.position.get("sec", 0)), int(self.position.get("ord", 0)))
+        self._schemas: dict[TableId, TableSchema] = {}
+
+    @property
+    def epoch(self) -> int:
+        return int(self.position.get("epoch", 0))
+
+    def schema(self, table: TableId) -> TableSchema:
+        found = self._schemas.get(table)
+        if found is None:
+            found = self._schemas[table] = collection_schema(table)
+        return found
+
+    # ------------------------------------------------------------------ events
+
+    def feed(self, event: dict[str, Any], watched: TableId | None = None) -> list[LogItem]:
+        kind = event.get("operationType")
+        cluster = event.get("clusterTime")
+        sec, inc = (cluster.time, cluster.inc) if cluster is not None else (0, 0)
+        token = dict(event["_id"]) if isinstance(event.get("_id"), dict) else {"_data": str(event.get("_id"))}
+        rank = cluster_rank(sec, inc)
+        epoch = self.epoch + 1 if rank < self._last_rank else self.epoch
+        self._last_rank = rank
+        after_position = {"resume_token": token, "sec": sec, "ord": inc, "epoch": epoch}
+        table = _table(event, watched)
+        if kind in _DROPS:
+            items = self.close()
+            self.position = after_position
+            return [*items, self._dropped(event, kind, table, sec)]
+        if kind not in _OPS:
+            items = self.close()  # invalidate and anything new: the position moves on
+            self.position = after_position
+            return items
+        if table is None:
+            raise TidemarkError(f"a {kind} change event without its namespace (ns): {event.get('_id')}")
+        lsid, txn_number = event.get("lsid"), event.get("txnNumber")
+        txn_id = f"{strict(lsid)}:{int(txn_number)}" if lsid is not None and txn_number is not None else None
+        items: list[LogItem] = []
+        if self._txn is not None and txn_id != self._txn:
+            items += self.close()
+        ts_ms = _millis(event.get("wallTime")) or sec * 1000 or int(time.time() * 1000)
+        if self._txn is None:
+            self._restart = dict(self.position)
+            begin_id = txn_id or token.get("_data") or f"{sec}.{inc}"
+            items.append(TransactionBegin(str(begin_id), epoch, rank, ts_ms, self._restart))
+            self._txn = txn_id or ""
+        items.append(self._row(event, kind, table, sec, inc, ts_ms, lsid, txn_number))
+        self.position = after_position
+        if txn_id is None:
+            items += self.close()
+        return items
+
+    def close(self) -> list[LogItem]:
+        """End the open transaction (the stream moved on, or is idle)."""
+        if self._txn is None:
+            return []
+        self._txn = None
+        return [TransactionCommit(dict(self.position), int(time.time() * 1000))]
+
+    def _row(
+        self,
+        event: dict[str, Any],
+        kind: str,
+        table: TableId,
+        sec: int,
+        inc: int,
+        ts_ms: int,
+        lsid: Any,
+        txn: Any,
+    ) -> RowChange:
+        full, pre = event.get("fullDocument"), event.get("fullDocumentBeforeChange")
+        key = (event.get("documentKey") or {}).get("_id")
+        if key is None and isinstance(full, dict):
+            key = full.get("_id")
+        if key is None:
+            raise TidemarkError(
+                f"a {kind} change event of {table} without the document's _id: {event.get('_id')}"
+            )
+        source = {
+            "version": TIDEMARK_VERSION,
+            "connector": CONNECTOR,
+            "name": self.name,
+            "ts_ms": ts_ms,
+            "snapshot": "false",
+            "db": table.database,
+            "sequence": None,
+            "ts_us": ts_ms * 1000,
+            "ts_ns": ts_ms * 1_000_000,
+            "collection": table.table,
+            "ord": inc,
+            "lsid": None if lsid is None else strict(lsid),
+            "txnNumber": None if txn is None else int(txn),
+            "wallTime": _millis(event.get("wallTime")),
+        }
+        if table == self.signal and kind == "insert" and isinstance(full, dict):
+            data = full.get("data")
+            values = (
+                str(full.get("_id")),
+                full.get("type"),
+                data if isinstance(data, str) or data is None else relaxed(data),
+            )
+            return RowChange(self.signal_schema, OP_CREATE, None, values, source, ts_ms)
+        schema = self.schema(table)
+        op = _OPS[kind]
+        before = (key, pre) if op != OP_CREATE else None
+        after = None if op == OP_DELETE else (key, full if isinstance(full, dict) else None)
+        extra = None
+        described = event.get("updateDescription")
+        if kind == "update" and described is not None:
+            extra = {
+                "updateDescription": {
+                    "removedFields": list(described.get("removedFields") or []) or None,
+                    "updatedFields": relaxed(described.get("updatedFields") or {}, ", "),
+                    "truncatedArrays": [
+                        {"field": t["field"], "size": int(t["newSize"])}
+                        for t in described.get("truncatedArrays") or []
+                    ]
+                    or None,
+                }
+            }
+        return RowChange(schema, op, before, after, source, ts_ms, extra=extra)
+
+    def _dropped(self, event: dict[str, Any], kind: str, table: TableId | None, sec: int) -> SchemaChange:
+        affected = (table,) if table is not None else ()
+        self.schema_seq = getattr(self, "schema_seq", 0) + 1
+        return SchemaChange(
+            None,
+            table.database if table is not None else None,
+            "drop_table",
+            affected,
+            (),
+            {"db": table.database if table else "", "collection": table.table if table else ""},
+            dict(self.position),
+            self.schema_seq,
+            sec * 1000 or int(time.time() * 1000),
+        )
+
+
+def _table(event: dict[str, Any], watched: TableId | None) -> TableId | None:
+    ns = event.get("ns")
+    if isinstance(ns, dict) and ns.get("db") and ns.get("coll"):
+        return TableId(ns["db"], ns["coll"])
+    return watched  # a collection-scoped stream of a server that leaves ns out
+
+
+def _millis(value: Any) -> int | None:
+    if value is None:
+        return None
+    from cdc_core.connectors.mongodb.ext_json import _millis as millis
+
+    return millis(value)

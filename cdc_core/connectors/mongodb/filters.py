@@ -1,0 +1,148 @@
+"""`additional-conditions` and chunk ranges as MongoDB filter documents.
+
+A signal's filter text is parsed into the one restricted grammar every source shares
+(`cdc_core.signals.conditions`); here its tree becomes a filter document whose literals
+are BSON values. Nothing in a signal reaches the server as an operator of its choosing:
+no `$where`, no JavaScript, no operator name taken from the text.
+
+Chunks follow `_id` in BSON order across types (MinKey < null < numbers < strings <
+objects < arrays < binary < ObjectId < booleans < dates < timestamps < regexes < MaxKey).
+MongoDB's `$gt`/`$lte` compare within one type bracket only, so a bound of one type says
+nothing about `_id`s of another: each range adds the whole brackets before or after its
+bound's (`$type`), and mixed `_id`s are chunked as `sort({_id: 1})` orders them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from cdc_core.signals.conditions import Between, Compare, Condition, InList, IsNull, Junction, Like, Not
+
+_OPS = {"=": "$eq", "!=": "$ne", "<>": "$ne", "<": "$lt", "<=": "$lte", ">": "$gt", ">=": "$gte"}
+
+# BSON type aliases in comparison order, one bracket per entry.
+BRACKETS: tuple[tuple[str, ...], ...] = (
+    ("minKey",),
+    ("null", "undefined"),
+    ("double", "int", "long", "decimal"),
+    ("string", "symbol"),
+    ("object",),
+    ("array",),
+    ("binData",),
+    ("objectId",),
+    ("bool",),
+    ("date",),
+    ("timestamp",),
+    ("regex",),
+    ("maxKey",),
+)
+
+
+def bracket_of(value: Any) -> int:
+    """The index in BRACKETS of a BSON value's type."""
+    from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+
+    checks: tuple[tuple[int, Any], ...] = (
+        (0, MinKey),
+        (12, MaxKey),
+        (8, bool),
+        (2, (int, float, Int64, Decimal128)),
+        (3, str),
+        (7, ObjectId),
+        (6, (Binary, bytes)),
+        (9, dt.datetime),
+        (10, Timestamp),
+        (11, (Regex, re.Pattern)),
+        (4, dict),
+        (5, (list, tuple)),
+    )
+    if value is None:
+        return 1
+    for index, kinds in checks:
+        if isinstance(value, kinds):
+            return index
+    raise ValueError(f"an _id of type {type(value).__name__} has no BSON order here")
+
+
+def _types(brackets: range) -> list[str]:
+    return [alias for i in brackets for alias in BRACKETS[i]]
+
+
+def after(bound: Any) -> dict[str, Any]:
+    """`_id` after `bound` in BSON order."""
+    index = bracket_of(bound)
+    later = _types(range(index + 1, len(BRACKETS)))
+    same = {"_id": {"$gt": bound}}
+    return {"$or": [same, {"_id": {"$type": later}}]} if later else same
+
+
+def up_to(bound: Any) -> dict[str, Any]:
+    """`_id` at or before `bound` in BSON order."""
+    index = bracket_of(bound)
+    earlier = _types(range(index))
+    same = {"_id": {"$lte": bound}}
+    return {"$or": [same, {"_id": {"$type": earlier}}]} if earlier else same
+
+
+def chunk_filter(lo: Any, hi: Any, condition: Condition | None) -> dict[str, Any]:
+    """The filter of window `(lo, hi]` (None: unbounded) and the signal's condition."""
+    parts = []
+    if lo is not None:
+        parts.append(after(lo))
+    if hi is not None:
+        parts.append(up_to(hi))
+    if condition is not None:
+        parts.append(render(condition))
+    if not parts:
+        return {}
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
+def render(condition: Condition) -> dict[str, Any]:
+    """A condition tree as a filter document (field names as parsed, values as BSON)."""
+    if isinstance(condition, Compare):
+        return {condition.column: {_OPS[condition.op]: condition.value}}
+    if isinstance(condition, InList):
+        return {condition.column: {"$nin" if condition.negated else "$in": list(condition.values)}}
+    if isinstance(condition, Between):
+        if condition.negated:
+            return {
+                "$or": [
+                    {condition.column: {"$lt": condition.low}},
+                    {condition.column: {"$gt": condition.high}},
+                ]
+            }
+        return {condition.column: {"$gte": condition.low, "$lte": condition.high}}
+    if isinstance(condition, IsNull):
+        return {condition.column: {"$ne": None}} if condition.negated else {condition.column: None}
+    if isinstance(condition, Like):
+        pattern = re.compile(like_to_regex(condition.pattern), re.DOTALL)
+        return (
+            {condition.column: {"$not": pattern}}
+            if condition.negated
+            else {condition.column: {"$regex": pattern}}
+        )
+    if isinstance(condition, Not):
+        return {"$nor": [render(condition.operand)]}
+    assert isinstance(condition, Junction)
+    return {"$and" if condition.op == "AND" else "$or": [render(o) for o in condition.operands]}
+
+
+def like_to_regex(pattern: str) -> str:
+    """SQL LIKE (`%`, `_`, `\\` escapes) as an anchored regex of literal text."""
+    out, escaped = ["^"], False
+    for char in pattern:
+        if escaped:
+            out.append(re.escape(char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "%":
+            out.append(".*")
+        elif char == "_":
+            out.append(".")
+        else:
+            out.append(re.escape(char))
+    return "".join(out) + "$"

@@ -1,0 +1,125 @@
+"""A collection as the pipeline sees it, and its events as Debezium's MongoDB connector
+writes them.
+
+A collection has no fixed columns: its table schema holds two, `_id` (the key) and
+`document` (the whole document), and a row image is the pair. The envelope is Debezium's
+MongoDB one: key `{"id": <_id as relaxed Extended JSON>}`, value `{before, after,
+updateDescription, source, op, ts_ms, transaction}` where `before` and `after` are the
+documents as strict Extended JSON text (`io.debezium.data.Json`) and `updateDescription`
+what an update changed (`removedFields`, `updatedFields`, `truncatedArrays`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cdc_core.connectors.mongodb.ext_json import relaxed, strict
+from cdc_core.events import connect_schema
+from cdc_core.events.connect_schema import Schema, field, struct
+from cdc_core.schema.model import Column, TableId, TableSchema
+from cdc_core.source import IDENTITY, ColumnMapping
+
+ID, DOCUMENT = "_id", "document"
+
+
+def collection_schema(table: TableId) -> TableSchema:
+    return TableSchema(table, (Column(ID, "BSON", nullable=False), Column(DOCUMENT, "DOCUMENT")), (ID,))
+
+
+def _json(name: str) -> Schema:
+    return field("string", name, optional=True, logical="io.debezium.data.Json", version=1)
+
+
+UPDATE_DESCRIPTION = struct(
+    "io.debezium.connector.mongodb.changestream.updatedescription",
+    [
+        {
+            "type": "array",
+            "items": {"type": "string", "optional": False},
+            "optional": True,
+            "field": "removedFields",
+        },
+        _json("updatedFields"),
+        {
+            "type": "array",
+            "items": struct(
+                "io.debezium.connector.mongodb.changestream.truncatedarray",
+                [field("string", "field", optional=False), field("int32", "size", optional=False)],
+                version=1,
+            ),
+            "optional": True,
+            "field": "truncatedArrays",
+        },
+    ],
+    optional=True,
+    field_name="updateDescription",
+    version=1,
+)
+
+
+class DocumentShaper:
+    """`cdc_core.source.Shaper` of a collection."""
+
+    def __init__(self, schema: TableSchema, topic: str) -> None:
+        self.schema = schema
+        self.topic = topic
+        self.key_plan = True
+        self.key_schema: Schema | None = connect_schema.key_schema(
+            topic, [field("string", "id", optional=False)]
+        )
+
+    def key(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        return {"id": relaxed(values[0])}
+
+    def key_values(self, values: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (values[0],)
+
+    def row(self, values: tuple[Any, ...] | None) -> str | None:
+        if values is None or values[1] is None:
+            return None
+        return strict(values[1])
+
+    def envelope_schema(self, source: Schema, ordered: bool) -> Schema:
+        return struct(
+            f"{self.topic}.Envelope",
+            [
+                _json("before"),
+                _json("after"),
+                UPDATE_DESCRIPTION,
+                source,
+                field("string", "op"),
+                field("int64", "ts_ms"),
+                connect_schema.transaction_block_schema(ordered),
+            ],
+        )
+
+    def payload(self, event: Any) -> dict[str, Any]:
+        return {
+            "before": event.before,
+            "after": event.after,
+            "updateDescription": (event.extra or {}).get("updateDescription"),
+            "source": event.source,
+            "op": event.op,
+            "ts_ms": event.ts_ns // 1_000_000,
+            "transaction": event.transaction,
+        }
+
+
+class MongoTypeMapper:
+    """`cdc_core.source.TypeMapper` of a collection's two columns (picklable)."""
+
+    def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping:
+        opt = column.nullable if optional is None else optional
+        if column.name == ID:
+            return ColumnMapping(field("string", ID, opt), relaxed)
+        return ColumnMapping(_json(column.name), strict)
+
+    def key_value(self, column: Column) -> Callable[[Any], Any]:
+        """`_id`s compare as their relaxed Extended JSON text: one text for one value,
+        hashable whatever the BSON type (a document too). Windows of a collection record
+        every key: Python does not order these texts as MongoDB orders the values."""
+        return lambda v: None if v is None else relaxed(v)
+
+
+__all__ = ["DOCUMENT", "ID", "IDENTITY", "DocumentShaper", "MongoTypeMapper", "collection_schema"]

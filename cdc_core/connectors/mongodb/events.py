@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cdc_core.connectors.mongodb.ext_json import relaxed, strict
+from cdc_core.connectors.mongodb.ext_json import millis_of, relaxed, strict
 from cdc_core.connectors.mongodb.shape import collection_schema
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
 from cdc_core.errors import TidemarkError
@@ -83,6 +83,7 @@ class EventAssembler:
         self._restart: dict[str, Any] = dict(self.position)
         self._last_rank = cluster_rank(int(self.position.get("sec", 0)), int(self.position.get("ord", 0)))
         self._schemas: dict[TableId, TableSchema] = {}
+        self.schema_seq = 0
 
     @property
     def epoch(self) -> int:
@@ -205,7 +206,7 @@ class EventAssembler:
 
     def _dropped(self, event: dict[str, Any], kind: str, table: TableId | None, sec: int) -> SchemaChange:
         affected = (table,) if table is not None else ()
-        self.schema_seq = getattr(self, "schema_seq", 0) + 1
+        self.schema_seq += 1
         return SchemaChange(
             None,
             table.database if table is not None else None,
@@ -227,8 +228,4 @@ def _table(event: dict[str, Any], watched: TableId | None) -> TableId | None:
 
 
 def _millis(value: Any) -> int | None:
-    if value is None:
-        return None
-    from cdc_core.connectors.mongodb.ext_json import _millis as millis
-
-    return millis(value)
+    return None if value is None else millis_of(value)

@@ -47,7 +47,7 @@ def _string(text: str) -> str:
     return orjson.dumps(text).decode()
 
 
-def _millis(value: dt.datetime) -> int:
+def millis_of(value: dt.datetime) -> int:
     aware = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
     return int((aware - EPOCH) / dt.timedelta(milliseconds=1))
 
@@ -95,7 +95,7 @@ def _value(value: Any, mode: str, sep: str) -> str:
     if isinstance(value, Decimal128):
         return f'{{"$numberDecimal": "{value}"}}'
     if isinstance(value, (dt.datetime, DatetimeMS)):
-        millis = value._value if isinstance(value, DatetimeMS) else _millis(value)
+        millis = value._value if isinstance(value, DatetimeMS) else millis_of(value)
         if mode == STRICT:
             return f'{{"$date": {millis}}}'
         if 0 <= millis < 253402300800000:  # years 1970-9999: ISO text, else the count

@@ -24,7 +24,9 @@ ID, DOCUMENT = "_id", "document"
 
 
 def collection_schema(table: TableId) -> TableSchema:
-    return TableSchema(table, (Column(ID, "BSON", nullable=False), Column(DOCUMENT, "DOCUMENT")), (ID,))
+    return TableSchema(
+        table, (Column(ID, "BSON", nullable=False), Column(DOCUMENT, "DOCUMENT")), (ID,), documents=True
+    )
 
 
 def _json(name: str) -> Schema:

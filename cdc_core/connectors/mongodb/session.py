@@ -1,0 +1,156 @@
+"""The MongoDB snapshot session: collections, `_id` chunks, the signal collection.
+
+Chunks are read as seed 002 describes (`_id` after the last key, up to the window's
+bound, sorted, a chunk at a time) in BSON order across `_id` types (`filters.py`);
+watermarks are documents inserted into the signal collection (`signal.data.collection`,
+`db.collection`), which the change stream carries in log order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.mongodb.filters import chunk_filter
+from cdc_core.connectors.mongodb.shape import DOCUMENT, ID, MongoTypeMapper, collection_schema
+from cdc_core.errors import SourceUnavailableError, TidemarkError
+from cdc_core.schema.model import TableId, TableSchema
+from cdc_core.snapshot.chunks import ChunkPlan, Key
+
+MAX_SIGNAL_DATA = 2048
+
+
+def client_for(config: ConnectorConfig, timeout_ms: int = 10_000) -> Any:
+    """A pymongo client for the connector (the password from its secret, never the URI)."""
+    import pymongo
+
+    secret = config.secret("database.password")
+    auth: dict[str, Any] = {}
+    if config.get("database.user"):
+        auth["username"] = config.get("database.user")
+    if secret is not None and secret.reveal():
+        auth["password"] = secret.reveal()
+    return pymongo.MongoClient(
+        config.get("mongodb.connection.string"), serverSelectionTimeoutMS=timeout_ms, tz_aware=True, **auth
+    )
+
+
+def ping(client: Any, where: str) -> None:
+    import pymongo.errors
+
+    try:
+        client.admin.command("ping")
+    except pymongo.errors.OperationFailure as exc:
+        raise TidemarkError(
+            f"MongoDB refused the connector's user at {where}: {exc.details or exc}"
+        ) from None
+    except pymongo.errors.PyMongoError as exc:
+        raise SourceUnavailableError(f"cannot reach MongoDB at {where}: {exc}") from None
+
+
+SYSTEM_DATABASES = frozenset({"admin", "config", "local"})
+
+
+def list_collections(client: Any) -> list[TableId]:
+    """Every user collection of the deployment, as `database.collection`."""
+    found = []
+    for database in sorted(client.list_database_names()):
+        if database in SYSTEM_DATABASES:
+            continue
+        names = client[database].list_collection_names()
+        found += [TableId(database, n) for n in sorted(names) if not n.startswith("system.")]
+    return found
+
+
+class MongoSession:
+    """`cdc_core.connector.SourceSession` on a MongoDB deployment."""
+
+    def __init__(self, config: ConnectorConfig) -> None:
+        self.client = client_for(config)
+        self.where = config.get("mongodb.connection.string").split("@")[-1]  # never the credentials
+        ping(self.client, self.where)
+        signal = config.get("signal.data.collection")
+        self.signal = TableId.parse(signal) if signal else None
+
+    def close(self) -> None:
+        self.client.close()
+
+    # ------------------------------------------------------------------ catalog
+
+    def list_tables(self) -> list[TableId]:
+        return list_collections(self.client)
+
+    def table_schema(self, table: TableId) -> TableSchema:
+        return collection_schema(table)
+
+    def type_mapper(self) -> MongoTypeMapper:
+        return MongoTypeMapper()
+
+    def partitions(self, table: TableSchema) -> tuple[str | None, ...]:
+        return (None,)  # one change stream
+
+    # ------------------------------------------------------------------ chunks
+
+    def _collection(self, plan: ChunkPlan) -> Any:
+        if plan.key != (ID,):
+            raise TidemarkError(
+                f"{plan.table.id}: a collection is read in _id order (surrogate-key is not supported)"
+            )
+        return self.client[plan.table.id.database][plan.table.id.table]
+
+    def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
+        found = list(
+            self._collection(plan)
+            .find(chunk_filter(lo[0] if lo else None, None, plan.condition), {ID: 1})
+            .sort(ID, 1)
+            .skip(int(size) - 1)
+            .limit(1)
+        )
+        return (found[0][ID],) if found else None
+
+    def boundaries(self, plan: ChunkPlan, size: int) -> list[Key]:
+        """Every `size`-th `_id`, in one pass over the `_id` index."""
+        cursor = self._collection(plan).find(chunk_filter(None, None, plan.condition), {ID: 1}).sort(ID, 1)
+        return [(doc[ID],) for i, doc in enumerate(cursor, 1) if i % size == 0]
+
+    def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
+        spec = chunk_filter(lo[0] if lo else None, hi[0] if hi else None, plan.condition)
+        return [(doc[ID], doc) for doc in self._collection(plan).find(spec).sort(ID, 1)]
+
+    def exact_key_order(self, plan: ChunkPlan) -> bool:
+        return False  # `_id`s of any BSON type: Python does not order them as MongoDB does
+
+    def position_marker(self) -> str:
+        return ""  # read-only snapshots are the binlog connectors' (a change stream has no GTID set)
+
+    # ------------------------------------------------------------------ signals
+
+    def _signals(self) -> Any:
+        if self.signal is None:
+            raise TidemarkError("incremental snapshots need signal.data.collection (the signal collection)")
+        return self.client[self.signal.database][self.signal.table]
+
+    def write_watermark(
+        self, kind: str, signal_id: str, data: dict[str, Any], partition: str | None = None
+    ) -> None:
+        import orjson
+
+        payload = orjson.dumps(data).decode()
+        if len(payload) > MAX_SIGNAL_DATA * 64:
+            raise TidemarkError(f"a {kind} signal of {len(payload)} characters is too long")
+        self._signals().insert_one({ID: signal_id, "type": kind, "data": payload})
+
+    def read_signal(self, signal_id: str) -> Any:
+        from cdc_core.connectors.mongodb.ext_json import relaxed
+        from cdc_core.signals.actions import RawSignal
+
+        doc = self._signals().find_one({ID: signal_id})
+        if doc is None:
+            return None
+        data = doc.get("data")
+        return RawSignal(
+            str(doc[ID]), str(doc.get("type")), data if isinstance(data, str) else relaxed(data), "source"
+        )
+
+
+__all__ = ["DOCUMENT", "MongoSession", "client_for"]

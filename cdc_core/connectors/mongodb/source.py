@@ -1,0 +1,219 @@
+"""The MongoDB log reader (`cdc_core.source.Source`): a change stream → `LogItem`s.
+
+One change stream at `capture.scope` (the deployment, a database, or a collection),
+resumed after the committed resume token (`resumeAfter`; `startAfter` past an
+`invalidate`), or on first start from the cluster time read at start
+(`startAtOperationTime`). Update events carry the full document as `capture.mode` asks
+(`updateLookup`, pre-images `whenAvailable`). The stream is polled with `try_next`: an
+idle stream yields empty batches (the streamer can stop within a second) and closes an
+open multi-document transaction, which a change stream shows whole or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.mongodb import events
+from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.session import MongoSession, client_for, list_collections, ping
+from cdc_core.connectors.mongodb.shape import DocumentShaper, MongoTypeMapper, collection_schema
+from cdc_core.errors import PositionLostError, SourceUnavailableError, TidemarkError
+from cdc_core.filters import TableFilter
+from cdc_core.schema.history import SchemaHistory
+from cdc_core.schema.model import Column, TableId, TableSchema
+from cdc_core.source import LogItem, SourceStatus
+
+log = logging.getLogger("tidemark.mongodb")
+
+# A change stream that cannot resume from the committed token: its history is gone.
+HISTORY_LOST = {286, 280, 260}
+
+
+class MongoSource:
+    """`cdc_core.source.Source` for MongoDB."""
+
+    connector_name = events.CONNECTOR
+
+    def __init__(self, config: ConnectorConfig, history: SchemaHistory) -> None:
+        self.config = config
+        self.history = history  # collections have no schema to remember
+        self.name = config.topic_prefix
+        self.scope = config.get("capture.scope")
+        self.target = config.get("capture.target")
+        self.mode = config.get("capture.mode")
+        self.poll = config.get("mongodb.poll.interval.ms") / 1000
+        self.await_ms = config.get("cursor.max.await.time.ms")
+        self.batch_size = config.get("max.batch.size")
+        signal = config.get("signal.data.collection")
+        self.signal = TableId.parse(signal) if signal else None
+        self.signal_schema = TableSchema(
+            self.signal or TableId("-", "-"),
+            (Column("id", "VARCHAR"), Column("type", "VARCHAR"), Column("data", "VARCHAR")),
+            ("id",),
+        )
+        self.client: Any = None
+        self.assembler: EventAssembler | None = None
+        self._tables: dict[TableId, TableSchema] = {}
+        self._stop = threading.Event()
+        self._resume_after: Any = None
+        self._start_at: Any = None
+
+    def type_mapper(self) -> MongoTypeMapper:
+        return MongoTypeMapper()
+
+    def source_schema(self) -> dict[str, Any]:
+        return events.source_schema()
+
+    def shaper(self, schema: TableSchema, topic: str, rules: Any, staged: Any = None) -> DocumentShaper:
+        return DocumentShaper(schema, topic)
+
+    # ------------------------------------------------------------------ start
+
+    def open(self, offset: Mapping[str, Any] | None) -> None:
+        where = self.config.get("mongodb.connection.string").split("@")[-1]
+        self.client = client_for(self.config)
+        ping(self.client, where)
+        if self.scope != "deployment" and not self.target:
+            raise TidemarkError(f"capture.scope {self.scope} needs capture.target")
+        wanted = TableFilter(self.config)
+        for table in list_collections(self.client):
+            if wanted.captures(table) and table != self.signal:
+                self._tables[table] = collection_schema(table)
+        if self.signal is not None:
+            self._tables[self.signal] = self.signal_schema
+        position = dict(offset["source"]) if offset else None
+        if position and position.get("resume_token"):
+            self._resume_after = position["resume_token"]
+        else:
+            self._start_at = self._cluster_time_now()
+            position = {"sec": self._start_at.time, "ord": self._start_at.inc, "epoch": 0}
+        self.assembler = EventAssembler(self.name, position, self.signal, self.signal_schema)
+
+    def _cluster_time_now(self) -> Any:
+        """Where a first start begins: the deployment's operation time (a replica set says
+        it in every reply), else the newest oplog entry, else the clock."""
+        from bson import Timestamp
+
+        reply = self.client.admin.command("ping")
+        if reply.get("operationTime") is not None:
+            return reply["operationTime"]
+        newest = list(self.client.local["oplog.rs"].find({}, {"ts": 1}).sort("ts", -1).limit(1))
+        if newest:
+            ts = newest[0]["ts"]
+            return Timestamp(ts.time, ts.inc + 1)
+        return Timestamp(int(time.time()), 0)
+
+    # ------------------------------------------------------------------ the stream
+
+    def _watch(self) -> Any:
+        options: dict[str, Any] = {"max_await_time_ms": self.await_ms}
+        if "update_full" in self.mode:
+            options["full_document"] = "updateLookup"
+        if "pre_image" in self.mode:
+            options["full_document_before_change"] = "whenAvailable"
+        if self._resume_after is not None:
+            options["resume_after"] = self._resume_after
+        elif self._start_at is not None:
+            options["start_at_operation_time"] = self._start_at
+        if self.scope == "collection":
+            database, _, collection = self.target.partition(".")
+            return self.client[database][collection].watch(**options)
+        if self.scope == "database":
+            return self.client[self.target].watch(**options)
+        return self.client.watch(**options)
+
+    def _watched(self) -> TableId | None:
+        if self.scope == "collection":
+            database, _, collection = self.target.partition(".")
+            return TableId(database, collection)
+        return None
+
+    def read(self) -> Iterator[list[LogItem]]:
+        import pymongo.errors
+
+        assert self.assembler is not None, "open() first"
+        watched = self._watched()
+        try:
+            stream = self._watch()
+            while not self._stop.is_set():
+                batch: list[LogItem] = []
+                deadline = time.monotonic() + 0.5
+                while len(batch) < self.batch_size and time.monotonic() < deadline:
+                    event = stream.try_next()
+                    if event is None:
+                        batch += self.assembler.close()  # idle: a transaction shown is whole
+                        if not stream.alive:  # invalidated: go on after it
+                            self._resume_after, self._start_at = None, None
+                            stream = self._reopen_after(stream)
+                        break
+                    batch += self.assembler.feed(event, watched)
+                yield batch
+                if not batch:
+                    self._stop.wait(self.poll)
+        except pymongo.errors.OperationFailure as exc:
+            if exc.code in HISTORY_LOST:
+                raise PositionLostError(
+                    f"the change stream cannot resume from the committed resume token ({exc.details or exc}): the "
+                    "oplog no longer holds it. Remove the connector's offsets and take a snapshot "
+                    "(snapshot.mode: initial, or an execute-snapshot signal) to start again"
+                ) from None
+            raise TidemarkError(f"the change stream failed: {exc.details or exc}") from None
+        except pymongo.errors.PyMongoError as exc:
+            raise SourceUnavailableError(f"the change stream broke: {exc}") from None
+
+    def _reopen_after(self, stream: Any) -> Any:
+        token = stream.resume_token
+        stream.close()
+        options: dict[str, Any] = {"start_after": token}
+        if "update_full" in self.mode:
+            options["full_document"] = "updateLookup"
+        if self.scope == "collection":
+            database, _, collection = self.target.partition(".")
+            return self.client[database][collection].watch(**options)
+        if self.scope == "database":
+            return self.client[self.target].watch(**options)
+        return self.client.watch(**options)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self.stop()
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    # ------------------------------------------------------------------ the rest of `Source`
+
+    def current_tables(self) -> Mapping[TableId, TableSchema]:
+        return self._tables
+
+    def partitions(self, table: TableId) -> tuple[str | None, ...]:
+        return (None,)
+
+    def chunk_source(self) -> MongoSession:
+        return MongoSession(self.config)
+
+    def position_watermarks(self) -> Any:
+        raise TidemarkError(
+            "read.only snapshots need GTID positions; MongoDB snapshots use the signal collection"
+        )
+
+    def status(self, offset: Mapping[str, Any] | None) -> SourceStatus:
+        position = self.describe(offset["source"]) if offset else "none (not started)"
+        try:
+            now = self._cluster_time_now() if self.client is not None else None
+            head = None if now is None else f"clusterTime {now.time}.{now.inc}"
+        except Exception as exc:  # the deployment may be away
+            head = f"unavailable: {exc}"
+        return SourceStatus(self.connector_name, position, head, None)
+
+    def describe(self, position: Mapping[str, Any]) -> str:
+        from cdc_core.connectors.mongodb.connector import CONNECTOR
+
+        return CONNECTOR.describe_position(position)

@@ -1,6 +1,5 @@
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
-import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 
 import java.util.Arrays;
 import java.util.List;
@@ -8,10 +7,17 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * The MongoDB the MongoDB connector's tests run against on machines without a MongoDB
- * server: mongo-java-server (a real wire-protocol server, in memory) with its oplog on,
- * so change streams work, reporting MongoDB 6.0's wire version (pymongo refuses the
- * default's). Usage: MongoTestServer PORT [HOST]. Prints "READY <uri>" once listening;
- * runs until killed.
+ * server: mongo-java-server (a real wire-protocol server, in memory; storage, queries,
+ * indexes) reporting MongoDB 6.0's wire version (pymongo refuses the default's), presented
+ * as the primary of a one-member replica set "rs0" whose change streams, sessions and
+ * multi-document transactions behave as MongoDB 6.0's as far as the connector needs
+ * ({@link ChangeStreamBackend}, {@link ChangeStreamOplog}; their Javadoc lists what is
+ * not emulated: no transaction isolation, no awaitData, resume tokens not in MongoDB's
+ * format, history kept in memory from server start).
+ *
+ * <p>Usage: MongoTestServer PORT [HOST]. Prints "READY mongodb://HOST:PORT" once
+ * listening; runs until killed. Connect with that exact host:port (the replica set's
+ * member name) and either ?replicaSet=rs0 or ?directConnection=true.
  */
 public final class MongoTestServer {
     private MongoTestServer() {}
@@ -19,7 +25,7 @@ public final class MongoTestServer {
     public static void main(String[] args) throws Exception {
         int port = Integer.parseInt(args[0]);
         String host = args.length > 1 ? args[1] : "127.0.0.1";
-        MemoryBackend backend = new MemoryBackend();
+        ChangeStreamBackend backend = new ChangeStreamBackend(host + ":" + port);
         backend.version(new MongoVersion() {
             @Override
             public List<Integer> getVersionArray() {

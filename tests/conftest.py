@@ -116,8 +116,8 @@ def airflow_server():
         yield server
 
 
-# The VTGate test double (fixture `vitess`), for the Vitess connector's tests.
-pytest_plugins = ["tests.support.vtgate.fixture"]
+# The VTGate test double (fixture `vitess`) and the MongoDB test server (fixture `mongodb`).
+pytest_plugins = ["tests.support.vtgate.fixture", "tests.support.mongo.fixture"]
 
 
 # py4j logs "closing connection" from __del__ at interpreter exit, after pytest has

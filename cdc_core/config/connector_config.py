@@ -130,7 +130,11 @@ def validate(
                 "Airflow connection",
             )
         values[key] = prop.parse(key, value)
-    for prop in properties:
+    seen: set[str] = set()
+    for prop in properties:  # a connector's own definition of a name comes first and wins
+        if prop.name in seen:
+            continue
+        seen.add(prop.name)
         if prop.required and prop.pattern is None and values.get(prop.name) in (None, ""):
             raise ConfigError(prop.name, "is required")
     resolved = _resolve_secrets(properties, values, secrets or {}, environ)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 _MYSQL = "cdc_core.connectors.mysql.connector"
 _VITESS = "cdc_core.connectors.vitess.connector"
+_MONGODB = "cdc_core.connectors.mongodb.connector"
 CONNECTORS: dict[str, str] = {
     "mysql": _MYSQL,
     "mariadb": _MYSQL,
@@ -25,6 +26,8 @@ CONNECTORS: dict[str, str] = {
     "io.debezium.connector.mariadb.MariaDbConnector": _MYSQL,
     "vitess": _VITESS,
     "io.debezium.connector.vitess.VitessConnector": _VITESS,
+    "mongodb": _MONGODB,
+    "io.debezium.connector.mongodb.MongoDbConnector": _MONGODB,
 }
 
 

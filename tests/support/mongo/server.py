@@ -1,0 +1,118 @@
+"""mongo-java-server with the project's change-stream layer (jvm/mongo/), as a process.
+
+`make install` compiles jvm/mongo/ into .jars/mongo-server next to the server's jars in
+.jars/mongo. The server keeps everything in memory: a restart starts an empty
+deployment (and a resume token from before it is history lost, code 286), so tests
+that take MongoDB away use `kill`/`start` knowing that."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[3]
+JARS = ROOT / ".jars"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MongoTestServer:
+    """One in-memory MongoDB 6.0 look-alike: a one-member replica set `rs0`."""
+
+    real = False
+
+    def __init__(self, directory: Path, stock: bool = False) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.stock = stock
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def uri(self) -> str:
+        if self.stock:
+            return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
+        return f"mongodb://127.0.0.1:{self.port}/?replicaSet=rs0"
+
+    def start(self) -> None:
+        classes = JARS / "mongo-server"
+        if not (classes / "MongoTestServer.class").exists():
+            raise RuntimeError(
+                "the MongoDB test server is not built (.jars/mongo-server); run `make install`"
+            )
+        java = shutil.which("java") or "java"
+        cmd = [
+            java,
+            "-Xmx512m",
+            "-cp",
+            f"{classes}:{JARS / 'mongo'}/*",
+            "MongoTestServer",
+            str(self.port),
+            "127.0.0.1",
+        ]
+        if self.stock:
+            cmd.append("--stock")
+        log = open(self.directory / "mongo-server.log", "ab")  # noqa: SIM115 (the child writes it)
+        self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"the MongoDB test server exited; see {self.directory / 'mongo-server.log'}"
+                )
+            with socket.socket() as s:
+                s.settimeout(0.3)
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError("the MongoDB test server did not start listening within 60 s")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def client(self, **options: Any) -> Any:
+        import pymongo
+
+        return pymongo.MongoClient(self.uri, tz_aware=True, serverSelectionTimeoutMS=10_000, **options)
+
+
+class RealMongo:
+    """A real deployment (TIDEMARK_MONGODB_URI, a replica set): the same tests, for real."""
+
+    real = True
+
+    def __init__(self) -> None:
+        self.uri = os.environ["TIDEMARK_MONGODB_URI"]
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        raise NotImplementedError("a real MongoDB is not killed by the tests")
+
+    def client(self, **options: Any) -> Any:
+        import pymongo
+
+        return pymongo.MongoClient(self.uri, tz_aware=True, serverSelectionTimeoutMS=10_000, **options)

@@ -10,6 +10,7 @@ PYTEST_ARGS ?=
 
 help:
 	@echo "make demo        run the main job through Airflow, from MariaDB to Delta"
+	@echo "make demo DEMO=vitess   the same job from a two-shard Vitess keyspace"
 	@echo "make test        install what is missing, start services, run every test"
 	@echo "make up | down   start / stop the local services (MariaDB, Kafka, Airflow)"
 	@echo "make status      show the local services"
@@ -55,10 +56,15 @@ test-unit: install
 # connectors/demo.yaml sinks to it); the demo's streamer DAG captures a live workload, an
 # ad-hoc snapshot goes through the REST API, the merge lands it in Delta, and each source
 # table is printed next to its Delta table. Airflow keeps running afterwards (`make down`).
+# `make demo DEMO=vitess` runs the same job on connectors/demo_vitess.yaml: the shop on a
+# two-shard Vitess keyspace behind the VTGate double, beside the MariaDB demo.
+DEMO ?= mysql
 DEMO_KAFKA := $(shell grep -Eqs '^sink\.type: *kafka' connectors/demo.yaml && echo kafka)
+DEMO_SERVICES_mysql := mariadb $(DEMO_KAFKA)
+DEMO_SERVICES_vitess := mariadb vitess vtgate
 demo: install
-	@$(SERVICES) up mariadb $(DEMO_KAFKA) airflow
-	@$(PY) -m demo.run
+	@$(SERVICES) up $(DEMO_SERVICES_$(DEMO)) airflow
+	@$(PY) -m demo.run --source $(DEMO)
 
 bench: install
 	@$(SERVICES) run mariadb kafka vitess -- $(PY) -m bench

@@ -75,6 +75,15 @@ def print_captured(topics: dict[str, list[Event]], prefix: str, database: str) -
         changes += sum(n for op, n in ops.items() if op != "tombstone")
         snapshot_txns |= {v["transaction"]["id"] for _, v, _ in topics[topic] if v and v["op"] == "r"}
         print(f"{topic:38s} {ops['r']:6d} {ops['c']:6d} {ops['u']:6d} {ops['d']:6d} {ops['tombstone']:10d}")
+    shards = Counter(
+        v["source"]["shard"]
+        for t in topics
+        if t.startswith(f"{prefix}.{database}.")
+        for _, v, _ in topics[t]
+        if v is not None and v["source"].get("shard")
+    )
+    if shards:  # a sharded source (Vitess): where the events came from
+        print("events per shard: " + ", ".join(f"{shard} {n:,}" for shard, n in sorted(shards.items())))
     releases = [v for _, v, _ in topics.get(f"{prefix}.snapshot_releases", []) if v is not None]
     if releases:
         rows = sum(v["rows"] - len(v["excluded_keys"]) for v in releases)

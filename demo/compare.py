@@ -13,10 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pymysql
-
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.filters import ColumnRules
+from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.schema.model import TableId
 
 
@@ -39,23 +37,22 @@ class TableComparison:
 
 
 def compare_tables(
-    spark: Any, conn: pymysql.Connection, config: ConnectorConfig, database: str, delta_root: str
+    spark: Any, conn: Any, config: ConnectorConfig, database: str, delta_root: str
 ) -> list[TableComparison]:
-    """One comparison per table of `database`, in name order."""
+    """One comparison per captured table of `database`, in name order."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s ORDER BY 1", (database,)
         )
-        tables = [row[0] for row in cur.fetchall()]
+        captured = TableFilter(config).captures
+        tables = [row[0] for row in cur.fetchall() if captured(TableId(database, row[0]))]
     rules = ColumnRules(config)
     return [
         _compare(spark, conn, rules, TableId(database, t), f"{delta_root}/{database}.{t}") for t in tables
     ]
 
 
-def _compare(
-    spark: Any, conn: pymysql.Connection, rules: ColumnRules, table: TableId, path: str
-) -> TableComparison:
+def _compare(spark: Any, conn: Any, rules: ColumnRules, table: TableId, path: str) -> TableComparison:
     from pyspark.sql.types import StructType
 
     from spark_jobs.merge.delta_apply import live_rows
@@ -78,9 +75,7 @@ def _compare(
     return TableComparison(str(table), ours["rows"], ours["checksum"], theirs["rows"], theirs["checksum"])
 
 
-def source_rows(
-    conn: pymysql.Connection, rules: ColumnRules, table: TableId
-) -> tuple[list[str], list[tuple]]:
+def source_rows(conn: Any, rules: ColumnRules, table: TableId) -> tuple[list[str], list[tuple]]:
     """The captured columns of every row, with the connector's masks and hashes applied."""
     with conn.cursor() as cur:
         cur.execute(f"SELECT * FROM `{table.database}`.`{table.table}`")

@@ -16,7 +16,12 @@ Steps, on the local stack (MariaDB and `airflow standalone`, started by `make de
 
 The streamer DAG keeps running afterwards; `make down` stops the stack.
 
-    python -m demo.run [--history N] [--orders N]
+`--source vitess` (`make demo DEMO=vitess`) runs the same job on the Vitess connector
+(`connectors/demo_vitess.yaml`): the shop on a two-shard keyspace behind the VTGate
+double, beside the MariaDB one (`demo/sources.py`); its Delta tables equal the union of
+the shards.
+
+    python -m demo.run [--source mysql|vitess] [--history N] [--orders N]
 """
 
 from __future__ import annotations
@@ -29,17 +34,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pymysql
-
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from demo import streamer_dag
 from demo.airflow_api import AirflowAPI, AirflowAPIError
+from demo.sources import DATABASE, SOURCES, TABLES, MariaDbDemo
 from demo.terminal import SnapshotProgress, process_output_to, step
-from demo.workload import create_schema, run_workload, seed_history
+from demo.workload import run_workload, seed_history
 
 ROOT = Path(__file__).resolve().parent.parent
-DATABASE = "demo_shop"
-CONNECTOR_FILE = ROOT / "connectors" / "demo.yaml"
+CONNECTOR_FILE = MariaDbDemo.connector_file
 SPARK_LOG = ROOT / ".local" / "demo" / "spark.log"
 
 
@@ -50,7 +53,7 @@ def snapshot_form(config: ConnectorConfig) -> dict[str, Any]:
     lands hashed as its events carry it)."""
     return {
         "connector": config.name,
-        "data_collections": [f"{DATABASE}\\..*"],
+        "data_collections": [f"{DATABASE}\\.({'|'.join(TABLES)})"],
         "snapshot_type": "incremental",
         "additional_conditions": [],
         "surrogate_key": None,
@@ -73,10 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--history", type=int, default=100, help="orders placed before capture starts")
     parser.add_argument("--orders", type=int, default=300, help="orders of the live workload")
+    parser.add_argument("--source", choices=sorted(SOURCES), default="mysql", help="the demo's source")
     args = parser.parse_args(argv)
     started = time.monotonic()
+    source = SOURCES[args.source]
 
-    config = load_config(CONNECTOR_FILE)
+    config = load_config(source.connector_file)
     try:
         api = AirflowAPI.local()
         for dag_id in (streamer_dag.stream_dag(config), streamer_dag.SNAPSHOT_DAG):
@@ -87,16 +92,24 @@ def main(argv: list[str] | None = None) -> int:
 
     step("stopping what an earlier demo left running, resetting the demo database and connector")
     streamer_dag.stop(api, config)
-    conn = services.admin_connection()
-    reset(config, conn)
+    try:
+        conn = source.connect()
+    except Exception as exc:
+        services_up = " ".join(source.services)
+        print(
+            f"error: cannot reach the {source.name} source ({exc}); `python -m scripts.services up {services_up}`"
+        )
+        return 1
+    source.reset(conn)
+    reset(config)
     history = seed_history(conn, DATABASE, orders=args.history)
     step(f"shop history before capture: {history['transactions']} transactions (a snapshot will bring them)")
 
     run_id = streamer_dag.start(api, config)
     step(f"streamer running: {streamer_dag.stream_dag(config)} run {run_id}")
     stats = run_workload(conn, DATABASE, orders=args.orders)
-    head = head_position(conn)
-    streamer_dag.wait(lambda: streamer_dag.caught_up(config, head), 300, "the streamer to catch up")
+    head = source.head(conn)
+    streamer_dag.wait(lambda: source.caught_up(config, head), 300, "the streamer to catch up")
     step(f"workload: {stats['transactions']} transactions, all committed by the streamer (source at {head})")
 
     if not snapshot(api, config):
@@ -104,14 +117,13 @@ def main(argv: list[str] | None = None) -> int:
     return report(config, conn, api.url, login, started)
 
 
-def reset(config: ConnectorConfig, conn: pymysql.Connection) -> None:
-    """The demo database recreated empty; the connector's state, event log, Delta tables,
-    merge checkpoint and staged windows removed."""
+def reset(config: ConnectorConfig) -> None:
+    """The connector's state, event log, Delta tables, merge checkpoint and staged
+    windows removed (the source recreated its database before)."""
     from tidemark_airflow.lakehouse import lakehouse_paths
 
     from cdc_core.pipeline.streamer import local_log_directory
 
-    create_schema(conn, DATABASE)
     paths = [
         config.state_directory(),
         local_log_directory(config),
@@ -131,12 +143,6 @@ def delete_topics(config: ConnectorConfig) -> None:
     topics = [t for t in admin.list_topics(timeout=10).topics if t == prefix or t.startswith(prefix + ".")]
     for future in admin.delete_topics(topics).values() if topics else ():
         future.result()
-
-
-def head_position(conn: pymysql.Connection) -> str:
-    with conn.cursor() as cur:
-        cur.execute("SELECT @@gtid_binlog_pos")
-        return cur.fetchone()[0]
 
 
 def snapshot(api: AirflowAPI, config: ConnectorConfig) -> bool:
@@ -161,9 +167,7 @@ def snapshot(api: AirflowAPI, config: ConnectorConfig) -> bool:
     return True
 
 
-def report(
-    config: ConnectorConfig, conn: pymysql.Connection, airflow_url: str, login: str, started: float
-) -> int:
+def report(config: ConnectorConfig, conn: Any, airflow_url: str, login: str, started: float) -> int:
     from tidemark_airflow.lakehouse import lakehouse_paths
 
     from cdc_core.cli import status_document

@@ -9,11 +9,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from typing import Any
 
 from cdc_core.cli import status_document
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.connectors.mysql.positions import MariaDbGtidState
 from demo.airflow_api import AirflowAPI
 
 SNAPSHOT_DAG = "tidemark_snapshot"
@@ -86,13 +84,6 @@ def running_pid(config: ConnectorConfig) -> int | None:
     except ProcessLookupError:
         return None
     return pid
-
-
-def caught_up(config: ConnectorConfig, head: str) -> bool:
-    """Whether the committed offset has reached the source position `head`."""
-    offset: dict[str, Any] = status_document(config, check_source=False).get("committed_offset") or {}
-    committed = (offset.get("source") or {}).get("gtids")
-    return bool(committed) and MariaDbGtidState.parse(committed).succeeds(MariaDbGtidState.parse(head))
 
 
 def wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:

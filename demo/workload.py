@@ -1,13 +1,16 @@
 """A small shop schema, the history it holds before capture starts, and a write workload
 that exercises what the streamer must handle: inserts, updates, deletes, multi-table
-transactions, a primary-key change, and a schema change in the middle of the traffic."""
+transactions, a primary-key change, and a schema change in the middle of the traffic.
+
+Every INSERT names its key first and gives it explicitly (the next id after the largest,
+as a Vitess sequence would), so the same workload runs on one MariaDB and, routed by its
+first value, on a sharded Vitess keyspace (`demo/sharded.py`)."""
 
 from __future__ import annotations
 
 import random
 from decimal import Decimal
-
-import pymysql
+from typing import Any
 
 SCHEMA = [
     """CREATE TABLE customers (
@@ -42,7 +45,7 @@ SCHEMA = [
 NAMES = ["Zoë", "Ana", "Bjørn", "Chidi", "Dmitri", "Élodie", "Fatima", "Göran", "Hiro", "Ines"]
 
 
-def create_schema(conn: pymysql.Connection, database: str) -> None:
+def create_schema(conn: Any, database: str) -> None:
     with conn.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
         cur.execute(f"CREATE DATABASE `{database}` CHARACTER SET utf8mb4")
@@ -51,7 +54,7 @@ def create_schema(conn: pymysql.Connection, database: str) -> None:
             cur.execute(statement)
 
 
-def seed_history(conn: pymysql.Connection, database: str, orders: int = 100, seed: int = 3) -> dict[str, int]:
+def seed_history(conn: Any, database: str, orders: int = 100, seed: int = 3) -> dict[str, int]:
     """What the shop holds before capture starts: the catalog (40 customers, 25 products)
     and `orders` orders. The streamer never sees these inserts; a snapshot brings them."""
     rng = random.Random(seed)
@@ -61,8 +64,8 @@ def seed_history(conn: pymysql.Connection, database: str, orders: int = 100, see
         cur.execute(f"USE `{database}`")
         for i in range(40):
             cur.execute(
-                "INSERT INTO customers (email, name, tier) VALUES (%s, %s, %s)",
-                (f"user{i}@example.com", rng.choice(NAMES), rng.choice(["bronze", "silver", "gold"])),
+                "INSERT INTO customers (id, email, name, tier) VALUES (%s, %s, %s, %s)",
+                (i + 1, f"user{i}@example.com", rng.choice(NAMES), rng.choice(["bronze", "silver", "gold"])),
             )
         for i in range(25):
             cur.execute(
@@ -76,15 +79,15 @@ def seed_history(conn: pymysql.Connection, database: str, orders: int = 100, see
             )
         conn.commit()
         stats["transactions"] += 1
-        for _ in range(orders):
-            _place_order(cur, rng)
+        for order_id in range(1, orders + 1):
+            _place_order(cur, rng, order_id)
             conn.commit()
             stats["transactions"] += 1
     conn.autocommit(True)
     return stats
 
 
-def run_workload(conn: pymysql.Connection, database: str, orders: int = 300, seed: int = 7) -> dict[str, int]:
+def run_workload(conn: Any, database: str, orders: int = 300, seed: int = 7) -> dict[str, int]:
     """Live traffic on a seeded shop, with autocommit off so each business action is one
     transaction: new orders (multi-table), shipping and cancellations, updates of rows
     placed before capture, an ALTER TABLE and a primary-key change in the middle, and a
@@ -97,8 +100,9 @@ def run_workload(conn: pymysql.Connection, database: str, orders: int = 300, see
         cur.execute("UPDATE orders SET status = 'shipped' WHERE status = 'paid' AND id <= 10")
         conn.commit()
         stats["transactions"] += 1
+        first = _largest(cur, "orders", "id") + 1
         for n in range(orders):
-            order_id = _place_order(cur, rng)
+            order_id = _place_order(cur, rng, first + n)
             conn.commit()
             stats["transactions"] += 1
             if n % 7 == 3:
@@ -124,13 +128,20 @@ def run_workload(conn: pymysql.Connection, database: str, orders: int = 300, see
     return stats
 
 
-def _place_order(cur: pymysql.cursors.Cursor, rng: random.Random) -> int:
+def _largest(cur: Any, table: str, column: str) -> int:
+    """The largest value of a column (0 for none): on a sharded keyspace, of every shard."""
+    cur.execute(f"SELECT MAX(`{column}`) FROM `{table}`")
+    return max((row[0] for row in cur.fetchall() if row[0] is not None), default=0)
+
+
+def _place_order(cur: Any, rng: random.Random, order_id: int) -> int:
     """One paid order of 1-4 lines (the caller commits); its id."""
     customer = rng.randint(1, 40)
     lines = rng.randint(1, 4)
     total = Decimal(0)
-    cur.execute("INSERT INTO orders (customer_id, status, total) VALUES (%s, 'new', 0)", (customer,))
-    order_id = cur.lastrowid
+    cur.execute(
+        "INSERT INTO orders (id, customer_id, status, total) VALUES (%s, %s, 'new', 0)", (order_id, customer)
+    )
     for line in range(1, lines + 1):
         qty = rng.randint(1, 5)
         sku = f"SKU-{rng.randint(0, 24):03d}"

@@ -13,7 +13,8 @@ system-wide service.
         start what is not running, run CMD with the stack's environment, then stop
         only what this call started (TIDEMARK_KEEP_SERVICES=1 keeps them running)
 
-Names: mariadb, vitess (the VTGate test double's four MariaDB shard servers), kafka,
+Names: mariadb, vitess (the VTGate test double's four MariaDB shard servers), vtgate (the
+double itself on fixed ports, for the Vitess demo; starts vitess), kafka,
 airflow-db (metadata database migrated, no process), airflow (``airflow standalone``:
 api-server, scheduler, dag-processor, triggerer).
 """
@@ -34,6 +35,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +57,9 @@ class Ports:
     airflow: int = int(os.environ.get("TIDEMARK_AIRFLOW_PORT", "8080"))
     # The VTGate test double's shard servers: this port and the three after it.
     vitess_shards: int = int(os.environ.get("TIDEMARK_VITESS_SHARD_PORT", "3311"))
+    # The VTGate double run as a service (the Vitess demo): VStream over gRPC, MySQL protocol.
+    vtgate_grpc: int = int(os.environ.get("TIDEMARK_VTGATE_GRPC_PORT", "15991"))
+    vtgate_mysql: int = int(os.environ.get("TIDEMARK_VTGATE_MYSQL_PORT", "15306"))
 
 
 PORTS = Ports()
@@ -70,6 +75,7 @@ ADMIN_PASSWORD_DEFAULT = "tidemark-admin-dev"
 CONTROL_DB = "tidemark"
 # The demo connector's Airflow connection (airflow.conn.id tidemark_demo_mariadb).
 DEMO_SOURCE_CONN_ENV = "AIRFLOW_CONN_TIDEMARK_DEMO_MARIADB"
+DEMO_VITESS_CONN_ENV = "AIRFLOW_CONN_TIDEMARK_DEMO_VITESS"  # connectors/demo_vitess.yaml's
 # The local Airflow's UI and REST API login (SimpleAuthManager, one admin user).
 AIRFLOW_USER = "admin"
 AIRFLOW_PASSWORD_ENV = "TIDEMARK_AIRFLOW_PASSWORD"
@@ -122,6 +128,17 @@ def environment() -> dict[str, str]:
                 "password": os.environ.get(CDC_PASSWORD_ENV, CDC_PASSWORD_DEFAULT),
             }
         ),
+        DEMO_VITESS_CONN_ENV: json.dumps(
+            {
+                "conn_type": "generic",
+                "host": "127.0.0.1",
+                "port": PORTS.vtgate_grpc,
+                "login": CDC_USER,
+                "password": os.environ.get(CDC_PASSWORD_ENV, CDC_PASSWORD_DEFAULT),
+            }
+        ),
+        "TIDEMARK_VTGATE_GRPC_PORT": str(PORTS.vtgate_grpc),
+        "TIDEMARK_VTGATE_MYSQL_PORT": str(PORTS.vtgate_mysql),
         "AIRFLOW_CONN_TIDEMARK_SPARK": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "TIDEMARK_CONNECTORS_DIR": os.environ.get("TIDEMARK_CONNECTORS_DIR", str(ROOT / "connectors")),
         "PYTHONPATH": os.pathsep.join(
@@ -536,6 +553,9 @@ class VitessShard(MariaDB):
         env = environment()
         password = _sql_string_body(env[CDC_PASSWORD_ENV])
         admin_password = _sql_string_body(env[ADMIN_PASSWORD_ENV])
+        # The CDC user's INSERT, UPDATE and DELETE are for the signal table of each keyspace
+        # (`<keyspace>.debezium_signal`); keyspaces come and go with the tests, so they are
+        # granted on *.*, acceptable on a server that exists only for tests.
         sql = f"""
             CREATE DATABASE IF NOT EXISTS `_vt`;
             CREATE TABLE IF NOT EXISTS `_vt`.`heartbeat` (
@@ -569,13 +589,52 @@ class VitessShards(Service):
         return all(s.running() for s in self.shards)
 
     def start(self) -> bool:
-        return any([s.start() for s in self.shards])
+        """All four at once: each takes a few seconds (its first start, longer), which in
+        turn would add up."""
+        with ThreadPoolExecutor(len(self.shards)) as pool:
+            return any(list(pool.map(lambda shard: shard.start(), self.shards)))
 
     def stop(self, timeout: float = 60.0) -> bool:
-        return any([s.stop(timeout) for s in self.shards])
+        with ThreadPoolExecutor(len(self.shards)) as pool:
+            return any(list(pool.map(lambda shard: shard.stop(timeout), self.shards)))
 
     def describe(self) -> str:
         return f"MariaDB shards on 127.0.0.1:{self.shards[0].port}-{self.shards[-1].port}"
+
+
+class VTGateDouble(Service):
+    """The VTGate test double (tests/support/vtgate) on fixed ports, for the Vitess demo:
+    its keyspaces are those of `topology` (the demo writes its own), served by the
+    `vitess` shard servers, which it starts first. Tests start doubles of their own."""
+
+    name = "vtgate"
+    start_timeout = 30.0
+
+    @property
+    def topology(self) -> Path:
+        return self.home / "topology.json"
+
+    def conflicting_port(self) -> int | None:
+        return next((p for p in (PORTS.vtgate_grpc, PORTS.vtgate_mysql) if _port_open(p)), None)
+
+    def start(self) -> bool:
+        SERVICES["vitess"].start()
+        return super().start()
+
+    def command(self) -> list[str]:
+        return [
+            str(VENV_BIN / "python"), "-m", "tests.support.vtgate", "--topology", str(self.topology),
+            "--grpc-port", str(PORTS.vtgate_grpc), "--mysql-port", str(PORTS.vtgate_mysql),
+        ]  # fmt: skip
+
+    def extra_env(self) -> dict[str, str]:
+        return {"TZ": "UTC"}
+
+    def ready(self) -> bool:
+        return _port_open(PORTS.vtgate_grpc) and _port_open(PORTS.vtgate_mysql)
+
+    def describe(self) -> str:
+        return f"VStream 127.0.0.1:{PORTS.vtgate_grpc}, MySQL protocol 127.0.0.1:{PORTS.vtgate_mysql}"
 
 
 def _sql_string_body(value: str) -> str:
@@ -847,7 +906,7 @@ class Airflow(Service):
 
 
 SERVICES: dict[str, Service] = {
-    s.name: s for s in (MariaDB(), VitessShards(), Kafka(), AirflowDB(), Airflow())
+    s.name: s for s in (MariaDB(), VitessShards(), VTGateDouble(), Kafka(), AirflowDB(), Airflow())
 }
 DEFAULT_UP = ["mariadb", "kafka", "airflow"]
 
@@ -920,6 +979,7 @@ def main(argv: list[str]) -> int:
                     ADMIN_PASSWORD_ENV,
                     AIRFLOW_PASSWORD_ENV,
                     DEMO_SOURCE_CONN_ENV,
+                    DEMO_VITESS_CONN_ENV,
                 )
                 print(f"export {k}={'***' if secret else shlex.quote(v)}")  # never print a secret
             return 0

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import pytest
 
 from cdc_core.config.connector_config import load_config
-from demo import run, streamer_dag
+from demo import run, sources, streamer_dag
 from scripts import services
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
@@ -22,10 +22,20 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
 TABLES = ("customers", "order_lines", "orders", "products")
 
 
-def run_demo(history: int, orders: int) -> str:
+def run_demo(history: int, orders: int, source: str = "mysql") -> str:
     """What a user sees of the demo: its output and its errors as they come, in one stream."""
     result = subprocess.run(
-        [sys.executable, "-m", "demo.run", "--history", str(history), "--orders", str(orders)],
+        [
+            sys.executable,
+            "-m",
+            "demo.run",
+            "--history",
+            str(history),
+            "--orders",
+            str(orders),
+            "--source",
+            source,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -38,6 +48,51 @@ def run_demo(history: int, orders: int) -> str:
 def side_by_side(out: str) -> dict[str, list[str]]:
     """Each table's line of the printed comparison, split into its fields."""
     return {m[1]: m[0].split() for m in re.finditer(r"^demo_shop\.(\w+)\s.*$", out, re.MULTILINE)}
+
+
+def test_the_vitess_demo_runs_beside_the_mysql_one_and_delta_equals_the_union_of_the_shards(
+    airflow_server, mariadb_params
+):
+    """`make demo DEMO=vitess`: the same job on connectors/demo_vitess.yaml, its streamer
+    DAG generated from that file, the snapshot form naming it, the shop's rows spread over
+    two shards behind the VTGate double (the `vtgate` service)."""
+    vtgate = services.SERVICES["vtgate"]
+    started = vtgate.start()
+    config = load_config(sources.VitessDemo.connector_file)
+    try:
+        out = run_demo(20, 40, "vitess")
+        compared = side_by_side(out)
+        assert sorted(compared) == sorted(TABLES), out[-3000:]
+        for table, (_name, source_rows, source_sum, delta_rows, delta_sum, equal) in compared.items():
+            assert (source_rows, source_sum) == (delta_rows, delta_sum) and equal == "yes", table
+            assert int(source_rows) > 0
+        assert "Delta equals the source: every table has the same rows and checksum" in out
+        per_shard = dict(re.findall(r"(-80|80-) ([\d,]+)", re.search(r"events per shard: (.*)", out)[1]))
+        assert sorted(per_shard) == ["-80", "80-"] and all(
+            int(n.replace(",", "")) > 0 for n in per_shard.values()
+        )
+        assert "schema change: ALTER TABLE customers ADD COLUMN phone" in out
+        assert "__debezium.newkey={'sku': 'SKU-RENAMED'}" in out
+        [snapshot] = [
+            r
+            for r in airflow_server.runs("tidemark_snapshot", states=("success",))
+            if r["dag_run_id"] in out and r["conf"].get("connector") == "demo_vitess"
+        ]
+        assert snapshot["conf"] == run.snapshot_form(config)
+        with airflow_server.client() as client:
+            status = client.get("/tidemark/status.json").json()
+        demo = next(c for c in status["connectors"] if c["name"] == "demo_vitess")
+        assert demo["streamer"]["state"] == "running" and demo["alerts"] == []
+        finished = next(s for s in demo["snapshots"] if s["state"] == "finished")
+        # one window sequence per table and shard
+        assert sorted(t["table"] for t in finished["tables"]) == sorted(
+            f"demo_shop.{t}@{shard}" for t in TABLES for shard in ("-80", "80-")
+        )
+    finally:
+        if services.Airflow().running():
+            streamer_dag.stop(airflow_server, config)
+        if started:
+            vtgate.stop()
 
 
 def test_the_demo_runs_the_main_job_through_airflow_and_delta_equals_the_source(

@@ -5,7 +5,7 @@ runs triggered through the REST API as the UI does.
 
 The tests' Airflow reads the DAG bundles tests/conftest.py configures (the product's
 dags/ and tests/airflow_dags/) and a connectors folder of its own under
-.local/airflow-tests/, holding the demo connector and whatever connectors tests put
+.local/airflow-tests/, holding the demo connectors and whatever connectors tests put
 there while it runs. It signs in through `POST /auth/token` with the local stack's
 development login (scripts/services.py); demo/airflow_api.py is the REST client.
 """
@@ -36,12 +36,13 @@ class AirflowServer(AirflowAPI):
 
 
 def _fresh_connectors_folder() -> Path:
-    """The tests' connectors folder: the demo connector (linked, so it is the product's
-    file) and nothing left over from an earlier run."""
+    """The tests' connectors folder: the demo connectors (linked, so they are the
+    product's files) and nothing left over from an earlier run."""
     if CONNECTORS.exists():
         shutil.rmtree(CONNECTORS)
     CONNECTORS.mkdir(parents=True)
-    (CONNECTORS / "demo.yaml").symlink_to(services.ROOT / "connectors" / "demo.yaml")
+    for demo in sorted((services.ROOT / "connectors").glob("demo*.yaml")):
+        (CONNECTORS / demo.name).symlink_to(demo)
     return CONNECTORS
 
 

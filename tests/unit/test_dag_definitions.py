@@ -47,10 +47,12 @@ def test_dags_import_without_errors_database_or_network():
     assert result["errors"] == {}
     assert result["dags"] == [
         "tidemark_backfill_demo",
+        "tidemark_backfill_demo_vitess",
         "tidemark_housekeeping",
         "tidemark_merge",
         "tidemark_snapshot",
         "tidemark_stream_demo",
+        "tidemark_stream_demo_vitess",
     ]
 
 

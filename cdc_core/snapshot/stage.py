@@ -244,6 +244,8 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
         """A window's bounds (as its chunk reader's driver gave them) in the canonical key form."""
         schema = self.schemas.get(window.table)
         if schema is not None:
+            if window.driver_hi is None:
+                window.driver_hi = window.hi
             window.lo = self.keys.canonical(schema, window.key_columns, window.lo)
             window.hi = self.keys.canonical(schema, window.key_columns, window.hi)
 

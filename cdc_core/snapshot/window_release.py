@@ -275,7 +275,8 @@ class WindowReleases:
             "rows_dropped": progress.rows_dropped + dropped,
         }
         if window.index is None:  # sequential windows: the next starts after this one
-            return replace(progress, lo=window.hi, done=window.hi is None, **common)
+            next_lo = window.driver_hi if window.driver_hi is not None else window.hi
+            return replace(progress, lo=next_lo, done=window.hi is None, **common)
         done = tuple(sorted({*progress.done_windows, window.index}))
         total = window.of or progress.windows_total
         return replace(

@@ -46,6 +46,10 @@ class Window:
     of: int | None = None  # size of that set
     in_log: bool = True  # its LW and HW are rows in the log (read-only windows are not)
     partition: str | None = None  # the source partition (shard) whose log holds its watermarks
+    # `hi` as the chunk reader's driver gave it, before the canonical form replaced it: the
+    # next window's lower bound, which goes back to the database (a canonical form need not
+    # be a value the database can compare: MongoDB's is an `_id`'s Extended JSON text).
+    driver_hi: Key | None = None
 
     def covers(self, key: Key) -> bool:
         if not self.exact_range:

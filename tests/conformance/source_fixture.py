@@ -47,6 +47,21 @@ Change = Insert | Update | Delete
 
 class SourceFixture(Protocol):
     name: str  # the registry name, e.g. "mysql"
+    # Whether a key change's events carry Debezium's __debezium.newkey/oldkey headers (a
+    # relational update of the key does; a document's _id cannot change, so a key change
+    # there is a delete and an insert in one transaction, without headers).
+    key_change_headers: bool
+    # Whether tables have columns to add (documents have none: a new field is simply in
+    # the documents that have it).
+    schema_changes: bool
+
+    def row(self, image: Any) -> dict[str, Any] | None:
+        """An event's `before`/`after` (or a Delta row) as the suite's row: column → value."""
+        ...
+
+    def key(self, key: Any) -> dict[str, Any]:
+        """A record's key as the suite's key: key column → value."""
+        ...
 
     def connector_name(self) -> str:
         """The `source.connector` value its events carry (e.g. "mariadb" on MariaDB)."""
@@ -79,6 +94,20 @@ class SourceFixture(Protocol):
     def topic(self, connector: Connector, ns: str, table: str) -> str: ...
 
     def close(self) -> None: ...
+
+
+class TableRows:
+    """What a source of tables with columns shares: images and keys are the suite's rows
+    as they are, key changes carry headers, columns can be added."""
+
+    key_change_headers = True
+    schema_changes = True
+
+    def row(self, image: Any) -> dict[str, Any] | None:
+        return image
+
+    def key(self, key: Any) -> dict[str, Any]:
+        return key
 
 
 def insert_rows(table: str, rows: Iterator[dict[str, Any]] | Sequence[dict[str, Any]]) -> list[Change]:

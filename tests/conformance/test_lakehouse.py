@@ -22,7 +22,8 @@ def delta_rows(spark, root: str, connector, source, ns: str, table: str) -> list
     topic = source.topic(connector, ns, table)
     name = topic[len(connector.prefix) + 1 :]
     frame = live_rows(spark, f"{root}/{name}")
-    return sorted((r.asDict() for r in frame.collect()), key=lambda r: tuple(str(v) for v in r.values()))
+    rows = (source.row(r.asDict()) for r in frame.collect())
+    return sorted(rows, key=lambda r: tuple(str(v) for v in r.values()))
 
 
 def test_the_stream_merged_into_delta_equals_the_source(source, ns, tmp_path, spark):

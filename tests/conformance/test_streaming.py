@@ -37,7 +37,7 @@ def test_every_operation_has_its_envelope_key_change_headers_and_tombstone(sourc
         source.apply(ns, [Delete("people", {"id": 1})])
         wait_for(lambda: len(read_log(c, topic)) >= 8, 60, message="the events")
     records = read_log(c, topic)
-    shape = [(k, None if v is None else v["op"]) for k, v, _ in records]
+    shape = [(source.key(k), None if v is None else v["op"]) for k, v, _ in records]
     assert shape == [
         ({"id": 1}, "c"),
         ({"id": 2}, "c"),
@@ -49,12 +49,18 @@ def test_every_operation_has_its_envelope_key_change_headers_and_tombstone(sourc
         ({"id": 1}, None),
     ]
     values = [v for _, v, _ in records]
-    assert values[0]["before"] is None and values[0]["after"] == {"id": 1, "name": "Ann"}
-    assert values[2]["before"] == {"id": 1, "name": "Ann"} and values[2]["after"] == {"id": 1, "name": "Anna"}
-    assert values[6]["before"] == {"id": 1, "name": "Anna"} and values[6]["after"] is None
+    row = source.row
+    assert values[0]["before"] is None and row(values[0]["after"]) == {"id": 1, "name": "Ann"}
+    assert row(values[2]["after"]) == {"id": 1, "name": "Anna"}
+    if values[2]["before"] is not None or source.key_change_headers:  # a document source's update
+        assert row(values[2]["before"]) == {"id": 1, "name": "Ann"}  # has no before image by default
+    assert values[6]["after"] is None
+    if values[6]["before"] is not None or source.key_change_headers:
+        assert row(values[6]["before"]) == {"id": 1, "name": "Anna"}
     headers = [h for _, _, h in records]
-    assert json.loads(headers[3]["__debezium.newkey"])["payload"] == {"id": 20}
-    assert json.loads(headers[5]["__debezium.oldkey"])["payload"] == {"id": 2}
+    if source.key_change_headers:
+        assert source.key(json.loads(headers[3]["__debezium.newkey"])["payload"]) == {"id": 20}
+        assert source.key(json.loads(headers[5]["__debezium.oldkey"])["payload"]) == {"id": 2}
     for event in (v for v in values if v is not None):
         assert event["source"]["connector"] == source.connector_name()
         assert event["source"]["snapshot"] == "false" and isinstance(event["ts_ms"], int)
@@ -96,7 +102,7 @@ def test_transactions_carry_begin_end_and_every_event_the_ordered_metadata(sourc
     keys = [OrderKey.from_transaction_block(e["transaction"]) for e in in_log]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     newest = max(in_log, key=lambda e: OrderKey.from_transaction_block(e["transaction"]))
-    assert newest["after"] == {"id": 1, "v": 7}
+    assert source.row(newest["after"]) == {"id": 1, "v": 7}
 
 
 def identity(event: dict) -> str:
@@ -136,13 +142,17 @@ def test_kill_9_inside_a_large_transaction_loses_nothing_and_repeats_identically
         by_order[e["transaction"]["total_order"]].add(identity(e))
     assert sorted(by_order) == list(range(1, rows + 1))  # every row of the transaction, once numbered
     assert all(len(v) == 1 for v in by_order.values())  # and a repeat is identical
-    assert sorted({e["after"]["id"] for e in events}) == list(range(rows))
+    assert sorted({source.row(e["after"])["id"] for e in events}) == list(range(rows))
     assert len({e["transaction"]["id"] for e in events}) == 1
     assert seen_at_kill == sorted(seen_at_kill)
     assert len(events) - rows < rows  # only an unacknowledged tail repeats
 
 
 def test_a_column_added_mid_stream_is_in_every_event_after_it(source, ns, tmp_path):
+    if not source.schema_changes:
+        pytest.skip(
+            f"{source.name}: documents have no columns to add (a new field is in the documents that have it)"
+        )
     source.create_table(ns, "t", {"id": "int", "v": "int"}, ["id"])
     c = source.connector(tmp_path, ns, {"include.schema.changes": True})
     topic = source.topic(c, ns, "t")

@@ -43,6 +43,16 @@ PROPERTIES: list[Property] = [
         "on the collection).",
     ),
     Property(
+        "capture.mode.full.update.type",
+        "enum",
+        default="lookup",
+        choices=("lookup", "post_image"),
+        description="How an update's full document is found in the `*_update_full` modes: looked up when the "
+        "event is read (`lookup`: the document as it is then, null if it was deleted since), or the post-image "
+        "MongoDB stored with the change (`post_image`: MongoDB 6.0, `changeStreamPreAndPostImages` enabled on "
+        "the collection).",
+    ),
+    Property(
         "capture.scope",
         "enum",
         default="deployment",

@@ -10,6 +10,10 @@ objects < arrays < binary < ObjectId < booleans < dates < timestamps < regexes <
 MongoDB's `$gt`/`$lte` compare within one type bracket only, so a bound of one type says
 nothing about `_id`s of another: each range adds the whole brackets before or after its
 bound's (`$type`), and mixed `_id`s are chunked as `sort({_id: 1})` orders them.
+
+Two deprecated types, `undefined` and `symbol`, are named only where the server knows
+them (`unknown` leaves them out): a server that rejects the alias cannot hold such a
+value (mongo-java-server is one), and naming it there would fail every chunk query.
 """
 
 from __future__ import annotations
@@ -66,33 +70,39 @@ def bracket_of(value: Any) -> int:
     raise ValueError(f"an _id of type {type(value).__name__} has no BSON order here")
 
 
-def _types(brackets: range) -> list[str]:
-    return [alias for i in brackets for alias in BRACKETS[i]]
+DEPRECATED = ("undefined", "symbol")
 
 
-def after(bound: Any) -> dict[str, Any]:
+def _types(brackets: range, unknown: frozenset[str]) -> list[str]:
+    return [alias for i in brackets for alias in BRACKETS[i] if alias not in unknown]
+
+
+def after(bound: Any, unknown: frozenset[str] = frozenset()) -> dict[str, Any]:
     """`_id` after `bound` in BSON order."""
     index = bracket_of(bound)
-    later = _types(range(index + 1, len(BRACKETS)))
+    later = _types(range(index + 1, len(BRACKETS)), unknown)
     same = {"_id": {"$gt": bound}}
     return {"$or": [same, {"_id": {"$type": later}}]} if later else same
 
 
-def up_to(bound: Any) -> dict[str, Any]:
+def up_to(bound: Any, unknown: frozenset[str] = frozenset()) -> dict[str, Any]:
     """`_id` at or before `bound` in BSON order."""
     index = bracket_of(bound)
-    earlier = _types(range(index))
+    earlier = _types(range(index), unknown)
     same = {"_id": {"$lte": bound}}
     return {"$or": [same, {"_id": {"$type": earlier}}]} if earlier else same
 
 
-def chunk_filter(lo: Any, hi: Any, condition: Condition | None) -> dict[str, Any]:
-    """The filter of window `(lo, hi]` (None: unbounded) and the signal's condition."""
+def chunk_filter(
+    lo: Any, hi: Any, condition: Condition | None, unknown: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """The filter of window `(lo, hi]` (None: unbounded) and the signal's condition;
+    `unknown`: type aliases the server does not know (see the module's doc)."""
     parts = []
     if lo is not None:
-        parts.append(after(lo))
+        parts.append(after(lo, unknown))
     if hi is not None:
-        parts.append(up_to(hi))
+        parts.append(up_to(hi, unknown))
     if condition is not None:
         parts.append(render(condition))
     if not parts:

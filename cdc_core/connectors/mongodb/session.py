@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.connectors.mongodb.filters import chunk_filter
+from cdc_core.connectors.mongodb.filters import DEPRECATED, chunk_filter
 from cdc_core.connectors.mongodb.shape import DOCUMENT, ID, MongoTypeMapper, collection_schema
 from cdc_core.errors import SourceUnavailableError, TidemarkError
 from cdc_core.schema.model import TableId, TableSchema
@@ -71,6 +71,7 @@ class MongoSession:
         ping(self.client, self.where)
         signal = config.get("signal.data.collection")
         self.signal = TableId.parse(signal) if signal else None
+        self._unknown: frozenset[str] | None = None
 
     def close(self) -> None:
         self.client.close()
@@ -98,24 +99,39 @@ class MongoSession:
             )
         return self.client[plan.table.id.database][plan.table.id.table]
 
-    def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
-        found = list(
-            self._collection(plan)
-            .find(chunk_filter(lo[0] if lo else None, None, plan.condition), {ID: 1})
-            .sort(ID, 1)
-            .skip(int(size) - 1)
-            .limit(1)
+    def _unknown_types(self, collection: Any) -> frozenset[str]:
+        """The deprecated type aliases this server rejects (asked once per session)."""
+        import pymongo.errors
+
+        if self._unknown is None:
+            unknown = set()
+            for alias in DEPRECATED:
+                try:
+                    collection.find_one({ID: {"$type": alias}}, {ID: 1})
+                except pymongo.errors.OperationFailure:
+                    unknown.add(alias)
+            self._unknown = frozenset(unknown)
+        return self._unknown
+
+    def _find(self, plan: ChunkPlan, lo: Key | None, hi: Key | None, ids_only: bool = False) -> Any:
+        """The documents of window (lo, hi] in `_id` order."""
+        collection = self._collection(plan)
+        spec = chunk_filter(
+            lo[0] if lo else None, hi[0] if hi else None, plan.condition, self._unknown_types(collection)
         )
+        return collection.find(spec, {ID: 1} if ids_only else None).sort(ID, 1)
+
+    def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
+        found = list(self._find(plan, lo, None, ids_only=True).skip(int(size) - 1).limit(1))
         return (found[0][ID],) if found else None
 
     def boundaries(self, plan: ChunkPlan, size: int) -> list[Key]:
         """Every `size`-th `_id`, in one pass over the `_id` index."""
-        cursor = self._collection(plan).find(chunk_filter(None, None, plan.condition), {ID: 1}).sort(ID, 1)
+        cursor = self._find(plan, None, None, ids_only=True)
         return [(doc[ID],) for i, doc in enumerate(cursor, 1) if i % size == 0]
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
-        spec = chunk_filter(lo[0] if lo else None, hi[0] if hi else None, plan.condition)
-        return [(doc[ID], doc) for doc in self._collection(plan).find(spec).sort(ID, 1)]
+        return [(doc[ID], doc) for doc in self._find(plan, lo, hi)]
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:
         return False  # `_id`s of any BSON type: Python does not order them as MongoDB does

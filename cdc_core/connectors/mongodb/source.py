@@ -110,16 +110,15 @@ class MongoSource:
 
     # ------------------------------------------------------------------ the stream
 
-    def _watch(self) -> Any:
-        options: dict[str, Any] = {"max_await_time_ms": self.await_ms}
+    def _watch(self, start: dict[str, Any]) -> Any:
+        """A change stream at the connector's scope from `start` (resume_after, start_after or
+        start_at_operation_time), its documents as `capture.mode` asks."""
+        options: dict[str, Any] = {"max_await_time_ms": self.await_ms, **start}
         if "update_full" in self.mode:
-            options["full_document"] = "updateLookup"
+            post_image = self.config.get("capture.mode.full.update.type") == "post_image"
+            options["full_document"] = "required" if post_image else "updateLookup"
         if "pre_image" in self.mode:
             options["full_document_before_change"] = "whenAvailable"
-        if self._resume_after is not None:
-            options["resume_after"] = self._resume_after
-        elif self._start_at is not None:
-            options["start_at_operation_time"] = self._start_at
         if self.scope == "collection":
             database, _, collection = self.target.partition(".")
             return self.client[database][collection].watch(**options)
@@ -139,7 +138,10 @@ class MongoSource:
         assert self.assembler is not None, "open() first"
         watched = self._watched()
         try:
-            stream = self._watch()
+            if self._resume_after is not None:
+                stream = self._watch({"resume_after": self._resume_after})
+            else:
+                stream = self._watch({"start_at_operation_time": self._start_at})
             while not self._stop.is_set():
                 batch: list[LogItem] = []
                 deadline = time.monotonic() + 0.5
@@ -147,9 +149,10 @@ class MongoSource:
                     event = stream.try_next()
                     if event is None:
                         batch += self.assembler.close()  # idle: a transaction shown is whole
-                        if not stream.alive:  # invalidated: go on after it
-                            self._resume_after, self._start_at = None, None
-                            stream = self._reopen_after(stream)
+                        if not stream.alive:  # invalidated (a watched collection dropped): go on after it
+                            token = stream.resume_token
+                            stream.close()
+                            stream = self._watch({"start_after": token})
                         break
                     batch += self.assembler.feed(event, watched)
                 yield batch
@@ -165,19 +168,6 @@ class MongoSource:
             raise TidemarkError(f"the change stream failed: {exc.details or exc}") from None
         except pymongo.errors.PyMongoError as exc:
             raise SourceUnavailableError(f"the change stream broke: {exc}") from None
-
-    def _reopen_after(self, stream: Any) -> Any:
-        token = stream.resume_token
-        stream.close()
-        options: dict[str, Any] = {"start_after": token}
-        if "update_full" in self.mode:
-            options["full_document"] = "updateLookup"
-        if self.scope == "collection":
-            database, _, collection = self.target.partition(".")
-            return self.client[database][collection].watch(**options)
-        if self.scope == "database":
-            return self.client[self.target].watch(**options)
-        return self.client.watch(**options)
 
     def stop(self) -> None:
         self._stop.set()

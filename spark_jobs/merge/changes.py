@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
-from spark_jobs.merge.records import Shape, Shapes, row_fields
+from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
 
 ORDER_KEY = ("_cdc_epoch", "_cdc_rank", "_cdc_total_order")
 CHANGE_OPS = ("c", "u", "d", "r")
@@ -55,7 +55,8 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
         variants = shapes.of(topic)
         if not variants:
             continue
-        keys = key_columns(variants[0].key, topic)
+        documents = document_envelope(variants[0].schema)
+        keys = ("_id",) if documents else key_columns(variants[0].key, topic)
         frames = []
         for shape in variants:
             if shape.schema is None:

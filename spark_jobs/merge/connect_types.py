@@ -67,9 +67,15 @@ def decimal_shape(field: dict[str, Any]) -> tuple[int, int]:
     return max(precision, scale, 1), scale
 
 
+# A document source's document (spark_jobs/merge/records.py): its Extended JSON as a VARIANT.
+DOCUMENT = "tidemark.document"
+
+
 def delta_type(field: dict[str, Any]) -> T.DataType:
     """The column's type in Delta."""
     name, kind = field.get("name"), field["type"]
+    if name == DOCUMENT:
+        return T.VariantType()
     if name in _DATES or name == ISO_DATE:
         return T.DateType()
     if name in MILLIS | _MICROS | _NANOS or name == ISO_TIMESTAMP:
@@ -87,6 +93,8 @@ def delta_type(field: dict[str, Any]) -> T.DataType:
 def convert(column: Column, field: dict[str, Any]) -> Column:
     """`column` (read as `json_type`) as `delta_type`."""
     name, kind = field.get("name"), field["type"]
+    if name == DOCUMENT:
+        return F.parse_json(column)
     if name in _DATES:
         return F.date_add(F.lit("1970-01-01").cast("date"), column)
     if name == ISO_DATE:

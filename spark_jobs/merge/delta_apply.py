@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.changes import ORDER_KEY
@@ -67,14 +68,18 @@ def merge_changes(
         create_table(spark, path, changes.limit(0), partition_by, cluster_by)
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
     source = F.broadcast(changes) if broadcast else changes
-    builder = (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(source.alias("s"), on)
-        .withSchemaEvolution()
-        .whenMatchedUpdateAll(condition=newer_condition())
-        .whenNotMatchedInsertAll()
-    )
+    builder = DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), on).withSchemaEvolution()
+    documents = [f.name for f in changes.schema.fields if isinstance(f.dataType, T.VariantType)]
+    if documents:
+        # An event without its document (a MongoDB delete without pre-images, an update
+        # whose lookup found the document gone) keeps the stored one: a tombstone keeps
+        # the row's last values, and a later event of the key supersedes it anyway.
+        assignments = {c: f"s.`{c}`" for c in changes.columns}
+        assignments.update({c: f"coalesce(s.`{c}`, t.`{c}`)" for c in documents})
+        builder = builder.whenMatchedUpdate(condition=newer_condition(), set=assignments)
+    else:
+        builder = builder.whenMatchedUpdateAll(condition=newer_condition())
+    builder = builder.whenNotMatchedInsertAll()
     with commit_settings(spark, commit_metadata):
         builder.execute()
 

@@ -276,8 +276,27 @@ def collect_shapes(cuts: DataFrame, fast: bool, not_rows: set[str]) -> Shapes:
     return Shapes(by_topic)
 
 
+# A document source's row (MongoDB's envelope: `after`/`before` are Extended JSON text):
+# the record key's `id` as `_id`, and the document, which lands as a VARIANT column.
+DOCUMENT = connect_types.DOCUMENT
+DOCUMENT_FIELDS = (
+    {"field": "_id", "type": "string", "optional": False},
+    {"field": "document", "type": "string", "optional": True, "name": DOCUMENT},
+)
+
+
+def document_envelope(value_schema: dict[str, Any] | None) -> bool:
+    """Whether the envelope carries documents as JSON text rather than a row struct."""
+    for part in (value_schema or {}).get("fields", []):
+        if part.get("field") == "after":
+            return part.get("type") == "string" and part.get("name") == "io.debezium.data.Json"
+    return False
+
+
 def row_fields(value_schema: dict[str, Any]) -> list[dict[str, Any]]:
     """The row's field schemas, from an envelope's Connect schema."""
+    if document_envelope(value_schema):
+        return [dict(f) for f in DOCUMENT_FIELDS]
     for part in value_schema.get("fields", []):
         if part.get("field") in ("after", "before") and part.get("type") == "struct":
             return list(part["fields"])
@@ -324,7 +343,7 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
     for shape in rows:
         this = (F.col("topic") == shape.topic) & (F.col("schema_id") == F.lit(shape.schema_id))
         is_row = is_row | this
-        image = image_type(shape)
+        image = T.StringType() if document_envelope(shape.schema) else image_type(shape)
         full.append(F.when(this, F.from_json(payload, envelope_type(image))).alias(f"_{shape.column}"))
     # A record `cut_known` left uncut (no schema id) is parsed later, the general way.
     other = ~is_row & F.col("schema_id").isNotNull()
@@ -340,14 +359,22 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
             found.append(column)
         return F.coalesce(*found) if len(found) > 1 else found[0]
 
-    images = [
-        F.when(F.col(f"_{s.column}.op") == "d", F.col(f"_{s.column}.before"))
-        .otherwise(F.col(f"_{s.column}.after"))
-        .alias(s.column)
-        for s in rows
-    ]
+    images = [_image(s).alias(s.column) for s in rows]
     fields = [flat(path).alias(name) for name, path in FLAT.items()]
     return staged.select("topic", "key", *carried(cuts), "schema_id", "payload", *fields, *images)
+
+
+def _image(shape: Shape) -> Column:
+    """A change event's row: its after image, or the before image of a delete. A document's
+    row takes its `_id` from the record key (a delete has no document without pre-images)."""
+    envelope = f"_{shape.column}"
+    image = F.when(F.col(f"{envelope}.op") == "d", F.col(f"{envelope}.before")).otherwise(
+        F.col(f"{envelope}.after")
+    )
+    if not document_envelope(shape.schema):
+        return image
+    key = F.coalesce(F.get_json_object("key", "$.payload.id"), F.get_json_object("key", "$.id"))
+    return F.when(F.col(envelope).isNotNull(), F.struct(key.alias("_id"), image.alias("document")))
 
 
 def reached_offsets(parsed: DataFrame) -> dict[str, dict[str, int]]:

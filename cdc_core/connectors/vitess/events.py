@@ -94,6 +94,11 @@ class EventAssembler:
 
     # ------------------------------------------------------------------ positions
 
+    @property
+    def at_reshard(self) -> bool:
+        """A reshard journal was seen and everything up to it is committed."""
+        return self.journal is not None and self._txn is None
+
     def position(self, vgtid: Vgtid | None = None, shard: str | None = None) -> dict[str, Any]:
         position: dict[str, Any] = {"vgtid": (vgtid or self.vgtid).to_json(), "epochs": dict(self.epochs)}
         if shard is not None:

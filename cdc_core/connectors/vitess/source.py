@@ -163,6 +163,11 @@ class VitessSource:
                     for event in response.events:
                         batch.extend(self.assembler.feed(event, types, partial))
                         done = done or (partial and event.type in ends)
+                    if self.settings.stop_on_reshard and self.assembler.at_reshard:
+                        # VTGate ends only the resharded shard's stream (the others go on):
+                        # the journal itself is where the streamer stops.
+                        yield batch
+                        self._ended()
                     if done:
                         yield batch
                         return

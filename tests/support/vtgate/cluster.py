@@ -1,9 +1,9 @@
 """What tests do with the double: run it, make keyspaces, write rows where Vitess would
 put them, read them back, reshard, kill and restart it.
 
-Writes go straight to the shard servers, routed by the double's vindex (`vindex.py`),
-one transaction per shard touched, committed one after another: Vitess's own behaviour
-for a transaction spanning shards without two-phase commit."""
+Writes go straight to the shard servers (as the admin user), routed by the double's
+vindex (`vindex.py`), one transaction per shard touched, committed one after another:
+Vitess's own behaviour for a transaction spanning shards without two-phase commit."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,10 +20,14 @@ from typing import Any
 
 import pymysql
 
+from cdc_core.connectors.vitess.generated import binlogdata_pb2 as bd
+from tests.support.vtgate.fields import quote
 from tests.support.vtgate.topology import Shard, Topology
-from tests.support.vtgate.vindex import in_range, shard_for
+from tests.support.vtgate.vindex import keyspace_id, shard_for
+from tests.support.vtgate.writes import Change, Statements, primary_key, route
 
 ROOT = Path(__file__).resolve().parents[3]
+SIGNAL_TABLE = "CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL)"
 
 
 def free_port() -> int:
@@ -31,43 +36,68 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _q(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 class VitessCluster:
-    def __init__(self, directory: Path, shard_ports: Sequence[int], admin: dict[str, Any]) -> None:
-        self.directory = directory
-        self.shard_ports = list(shard_ports)
+    """The double's process and its four shard servers (`shard_servers`: their ports).
+    `real` is False: `real.py` stands in for it with a real VTGate."""
+
+    real = False
+    host = "127.0.0.1"
+
+    def __init__(
+        self,
+        directory: Path,
+        shard_ports: Sequence[int],
+        admin: dict[str, Any],
+        *,
+        copy_batch_rows: int = 200,
+        tablet_heartbeats: float = 0.0,
+    ) -> None:
+        self.directory = Path(directory)
+        self.shard_servers = list(shard_ports)
         self.admin = admin  # user and password of the shard servers' admin
-        self.topology = Topology(directory / "topology.json")
+        self.copy_batch_rows, self.tablet_heartbeats = copy_batch_rows, tablet_heartbeats
+        self.topology = Topology(self.directory / "topology.json")
+        if not self.topology.path.exists():
+            self.topology.save({})
         self.grpc_port, self.mysql_port = free_port(), free_port()
+        self.mysql_host = "127.0.0.1"
         self.process: subprocess.Popen[bytes] | None = None
+        self.writes = threading.RLock()  # held by a reshard while it stops writes to the source
 
     @property
     def grpc_address(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
 
+    @property
+    def log_file(self) -> Path:
+        return self.directory / "vtgate.log"
+
     # ------------------------------------------------------------------ the process
 
     def start(self) -> None:
-        log = open(self.directory / "vtgate.log", "ab")  # noqa: SIM115 (the child writes it)
-        env = {**os.environ, "TZ": "UTC", "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
-            [
-                sys.executable, "-m", "tests.support.vtgate", "--topology", str(self.topology.path),
-                "--grpc-port", str(self.grpc_port), "--mysql-port", str(self.mysql_port), "--copy-batch-rows", "200",
-            ],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env,
-        )  # fmt: skip
+        command = [
+            sys.executable, "-m", "tests.support.vtgate", "--topology", str(self.topology.path),
+            "--grpc-port", str(self.grpc_port), "--mysql-port", str(self.mysql_port),
+            "--copy-batch-rows", str(self.copy_batch_rows),
+        ]  # fmt: skip
+        if self.tablet_heartbeats:
+            command += ["--tablet-heartbeats", str(self.tablet_heartbeats)]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"the VTGate double exited; see {self.directory / 'vtgate.log'}")
+                raise RuntimeError(
+                    f"the VTGate double exited with {self.process.returncode}; see {self.log_file}"
+                )
             if all(_listening(p) for p in (self.grpc_port, self.mysql_port)):
                 return
-            time.sleep(0.1)
-        raise RuntimeError("the VTGate double did not start listening within 30 s")
+            time.sleep(0.05)
+        raise RuntimeError(f"the VTGate double did not listen within 30 s; see {self.log_file}")
 
     def kill(self) -> None:
         """SIGKILL, as a crashed VTGate."""
@@ -85,166 +115,141 @@ class VitessCluster:
                 self.process.wait()
 
     def restart(self) -> None:
+        """Kill and start again on the same ports; streams must resume from their VGTIDs."""
         self.kill()
         self.start()
 
     # ------------------------------------------------------------------ keyspaces
 
-    def server(self, index: int) -> pymysql.Connection:
-        return pymysql.connect(
-            host="127.0.0.1",
-            port=self.shard_ports[index],
-            **self.admin,
-            autocommit=True,
-            init_command="SET time_zone = '+00:00'",
-        )
+    def server(self, index: int, database: str | None = None) -> pymysql.Connection:
+        """An admin connection to shard server `index` (0-3)."""
+        return self._connect("127.0.0.1", self.shard_servers[index], database)
 
-    host = "127.0.0.1"
-    real = False  # the double (tests/support/vtgate/real.py is a real VTGate's stand-in for this)
+    def connect(self, shard: Shard, database: str | None = None) -> pymysql.Connection:
+        return self._connect(shard.host, shard.port, database)
+
+    def _connect(self, host: str, port: int, database: str | None) -> pymysql.Connection:
+        return pymysql.connect(
+            host=host, port=port, **self.admin, database=database, autocommit=True,
+            init_command="SET time_zone = '+00:00'",
+        )  # fmt: skip
 
     def create_keyspace(self, name: str, shards: dict[str, int] | None = None) -> str:
-        """`shards`: shard name → index of its server (default: -80 and 80- on the first
-        two). Returns the keyspace to use (`name`)."""
+        """A keyspace with `shards` (shard name -> index of its server; default -80 and 80-
+        on the first two): its database on each, with a `debezium_signal` table. Returns
+        the keyspace's name (a real VTGate's stand-in returns its fixed keyspace)."""
         shards = shards if shards is not None else {"-80": 0, "80-": 1}
-        for index in set(shards.values()):
-            with self.server(index) as conn, conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS {_q(name)}")
-                cur.execute(f"CREATE DATABASE {_q(name)} CHARACTER SET utf8mb4")
-                cur.execute(
-                    f"CREATE TABLE {_q(name)}.debezium_signal (id VARCHAR(42) PRIMARY KEY, "
-                    "type VARCHAR(32) NOT NULL, data VARCHAR(2048) NULL)"
-                )
+        if len(set(shards.values())) != len(shards):
+            raise ValueError(
+                "each shard of a keyspace needs a server of its own (its database has the keyspace's name)"
+            )
         keyspaces = self.topology.load()
-        keyspaces[name] = [Shard(s, "127.0.0.1", self.shard_ports[i]) for s, i in shards.items()]
-        self.topology.save(keyspaces)
+        keyspaces[name] = [Shard(s, "127.0.0.1", self.shard_servers[i]) for s, i in shards.items()]
+        self.topology.save(keyspaces)  # first, so a stream sees the new database as a keyspace's
+        for index in shards.values():
+            with self.server(index) as conn, conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
+                cur.execute(f"CREATE DATABASE {quote(name)} CHARACTER SET utf8mb4")
+                cur.execute(f"USE {quote(name)}")
+                cur.execute(SIGNAL_TABLE)
         return name
 
     def drop_keyspace(self, name: str) -> None:
+        for shard in self.topology.load().get(name, []):
+            with self.connect(shard) as conn, conn.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS {quote(name)}")
         keyspaces = self.topology.load()
-        for shard in keyspaces.pop(name, []):
-            with self._connect(shard) as conn, conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS {_q(name)}")
+        keyspaces.pop(name, None)
         self.topology.save(keyspaces)
 
     def shards(self, keyspace: str) -> list[Shard]:
         return self.topology.shards(keyspace)
 
-    def _connect(self, shard: Shard, database: str | None = None) -> pymysql.Connection:
-        return pymysql.connect(
-            host=shard.host, port=shard.port, **self.admin, database=database, autocommit=True,
-            init_command="SET time_zone = '+00:00'",
-        )  # fmt: skip
-
     @contextmanager
     def on_shard(self, keyspace: str, shard: str) -> Iterator[pymysql.Connection]:
+        """An admin connection to a shard's server, in the keyspace's database."""
         found = self.topology.shard(keyspace, shard)
-        assert found is not None, f"no shard {shard} in {keyspace}"
-        conn = self._connect(found, keyspace)
+        if found is None:
+            raise LookupError(f"no shard {shard} in keyspace {keyspace}")
+        conn = self.connect(found, keyspace)
         try:
             yield conn
         finally:
             conn.close()
 
     def execute(self, keyspace: str, sql: str, params: Sequence[Any] | None = None) -> None:
-        """A statement on every serving shard (DDL, as Vitess applies it)."""
-        for shard in self.shards(keyspace):
-            with self._connect(shard, keyspace) as conn, conn.cursor() as cur:
-                cur.execute(sql, params)
+        """A statement on every serving shard (DDL, as Vitess applies it to each)."""
+        with self.writes:
+            for shard in self.shards(keyspace):
+                with self.connect(shard, keyspace) as conn, conn.cursor() as cur:
+                    cur.execute(sql, params)
 
     def shard_of(self, keyspace: str, value: Any) -> str:
-        return shard_for(value, [s.name for s in self.shards(keyspace)])
+        """The serving shard that holds a row whose first primary-key column is `value`."""
+        return shard_for(keyspace_id(value), [s.name for s in self.shards(keyspace)])
 
-    def write(self, keyspace: str, statements: dict[str, list[tuple[str, Sequence[Any]]]]) -> None:
-        """Statements per shard, each shard's in one transaction, shards one after another."""
-        for shard, todo in statements.items():
-            with self.on_shard(keyspace, shard) as conn, conn.cursor() as cur:
-                cur.execute("BEGIN")
-                for sql, params in todo:
-                    cur.execute(sql, params)
-                cur.execute("COMMIT")
+    def write(self, keyspace: str, table: str | Statements, changes: Sequence[Change] = ()) -> None:
+        """`write(ks, "t", [Insert(...), Update(...), Delete(...)])`: the changes, routed to
+        their shards; or `write(ks, {shard: [(sql, params), ...]})`: statements per shard.
+        Either way one transaction per shard, committed one after another."""
+        with self.writes:
+            if isinstance(table, str):
+                statements = self._route(keyspace, table, changes)
+            else:
+                statements = table
+            for shard, todo in statements.items():
+                with self.on_shard(keyspace, shard) as conn, conn.cursor() as cur:
+                    cur.execute("BEGIN")
+                    for sql, params in todo:
+                        cur.execute(sql, params)
+                    cur.execute("COMMIT")
+
+    def _route(self, keyspace: str, table: str, changes: Sequence[Change]) -> Statements:
+        first = self.shards(keyspace)[0]
+        with self.connect(first) as conn:
+            key = primary_key(conn, keyspace, table)
+
+        def read_row(shard: str, row_key: dict[str, Any]) -> dict[str, Any]:
+            where = " AND ".join(f"{quote(c)} = %s" for c in row_key)
+            with self.on_shard(keyspace, shard) as conn, conn.cursor(pymysql.cursors.DictCursor) as cur:
+                cur.execute(f"SELECT * FROM {quote(table)} WHERE {where}", list(row_key.values()))
+                found = cur.fetchone()
+            if found is None:
+                raise LookupError(f"no row {row_key} in {keyspace}.{table} on shard {shard}")
+            return found
+
+        return route(table, key, changes, lambda v: self.shard_of(keyspace, v), read_row)
 
     def rows(self, keyspace: str, table: str, columns: str = "*") -> list[dict[str, Any]]:
+        """The table's rows on every serving shard."""
         found: list[dict[str, Any]] = []
         for shard in self.shards(keyspace):
-            with self._connect(shard, keyspace) as conn, conn.cursor(pymysql.cursors.DictCursor) as cur:
-                cur.execute(f"SELECT {columns} FROM {_q(table)}")
+            with self.connect(shard, keyspace) as conn, conn.cursor(pymysql.cursors.DictCursor) as cur:
+                cur.execute(f"SELECT {columns} FROM {quote(table)}")
                 found += cur.fetchall()
         return found
 
     def position(self, keyspace: str, shard: str) -> str:
+        """A shard's position in VStream's form (`MariaDB/0-11-42`)."""
         with self.on_shard(keyspace, shard) as conn, conn.cursor() as cur:
             cur.execute("SELECT @@global.gtid_binlog_pos")
             return "MariaDB/" + cur.fetchone()[0]
 
-    # ------------------------------------------------------------------ resharding
-
-    def split_shard(
-        self, keyspace: str, source: str, targets: dict[str, int], key_column: str = "id"
-    ) -> None:
-        """Vitess's Reshard of `source` into `targets` (shard → server index): copy each
-        table's rows of a target's key range to it, record the targets' positions, then
-        write the journal into the source shard's `_vt.resharding_journal` (its stream sees
-        it) and switch the topology. Writers must pause around it, as Vitess stops writes
-        to the source while it switches traffic."""
-        from google.protobuf import text_format
-
-        from cdc_core.connectors.vitess.generated import binlogdata_pb2 as bd
-
-        old = self.topology.shard(keyspace, source)
-        assert old is not None
-        with self._connect(old, keyspace) as src, src.cursor() as cur:
-            cur.execute("SHOW CREATE DATABASE " + _q(keyspace))
-            cur.execute("SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'")
-            tables = [r[0] for r in cur.fetchall()]
-            definitions = {}
-            contents = {}
-            for table in tables:
-                cur.execute(f"SHOW CREATE TABLE {_q(table)}")
-                definitions[table] = cur.fetchone()[1]
-                cur.execute(f"SELECT * FROM {_q(table)}")
-                names = [d[0] for d in cur.description]
-                contents[table] = (names, cur.fetchall())
-        positions = {}
-        for name, index in targets.items():
-            with self.server(index) as conn, conn.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS {_q(keyspace)}")
-                cur.execute(f"CREATE DATABASE {_q(keyspace)} CHARACTER SET utf8mb4")
-                cur.execute(f"USE {_q(keyspace)}")
-                for table in tables:
-                    cur.execute(definitions[table])
-                    names, rows = contents[table]
-                    if table == "debezium_signal" or key_column not in names:
-                        continue
-                    at = names.index(key_column)
-                    mine = [r for r in rows if in_range(_kid(r[at]), name)]
-                    if mine:
-                        marks = ", ".join(["%s"] * len(names))
-                        cur.executemany(f"INSERT INTO {_q(table)} VALUES ({marks})", mine)
-                cur.execute("SELECT @@global.gtid_binlog_pos")
-                positions[name] = "MariaDB/" + cur.fetchone()[0]
-        journal = bd.Journal(
-            id=int(time.time() * 1000),
-            migration_type=bd.SHARDS,
-            participants=[bd.KeyspaceShard(keyspace=keyspace, shard=source)],
-            shard_gtids=[bd.ShardGtid(keyspace=keyspace, shard=n, gtid=p) for n, p in positions.items()],
+    def current_vgtid(self, keyspace: str) -> Any:
+        """A `binlogdata.VGtid` of the keyspace's serving shards at their positions now."""
+        return bd.VGtid(
+            shard_gtids=[
+                bd.ShardGtid(keyspace=keyspace, shard=s.name, gtid=self.position(keyspace, s.name))
+                for s in self.shards(keyspace)
+            ]
         )
-        keyspaces = self.topology.load()  # the targets serve from here on (writes are paused)
-        shards = [s for s in keyspaces[keyspace] if s.name != source]
-        shards.append(Shard(source, old.host, old.port, serving=False))
-        shards += [Shard(n, "127.0.0.1", self.shard_ports[i]) for n, i in targets.items()]
-        keyspaces[keyspace] = sorted(shards, key=lambda s: s.name)
-        self.topology.save(keyspaces)
-        with self._connect(old) as conn, conn.cursor() as cur:
-            cur.execute(
-                "INSERT INTO _vt.resharding_journal (id, db_name, val) VALUES (%s, %s, %s)",
-                (journal.id, keyspace, text_format.MessageToString(journal)),
-            )
 
+    def split_shard(self, keyspace: str, source: str, targets: dict[str, int]) -> Any:
+        """Vitess's Reshard of `source` into `targets` (shard -> server index); the journal.
+        See `resharding.py`."""
+        from tests.support.vtgate.resharding import split_shard
 
-def _kid(value: Any) -> bytes:
-    from tests.support.vtgate.vindex import keyspace_id
-
-    return keyspace_id(value)
+        return split_shard(self, keyspace, source, targets)
 
 
 def _listening(port: int) -> bool:

@@ -1,172 +1,216 @@
-"""VStream's copy phase on one shard (gtid `""`, or copy progress in `table_p_ks`).
+"""VStream's copy phase on one shard, as a Vitess tablet's uvstreamer runs it (gtid `""`,
+or copy progress in `table_p_ks`; `vstreamer/copy.go`).
 
-As a Vitess tablet does it: the matching tables one at a time in name order, each read
-from a consistent snapshot taken under a brief table lock (the position read under the
-lock), in batches of rows ordered by primary key; each batch one transaction whose VGTID
-carries the last primary key copied (`table_p_ks`); a finished table dropped from it.
-Before each table the binlog is streamed up to the new snapshot, for the tables already
-copied (catch-up). Then COPY_COMPLETED, and streaming goes on from the last snapshot.
-Resuming with `table_p_ks` catches up from its position first and then copies every
-matching table again except where `table_p_ks` says how far it got (as Vitess does).
-"""
+The tables the filter matches are copied one at a time, in name order. Before each
+table but the first, the binlog is caught up to the server's head, sending only what
+concerns tables already copied or in progress (`shouldSendEventForTable`; a table not
+started yet gives nothing, so transactions can be empty). Each table is read from a
+consistent snapshot: `LOCK TABLES t READ`, the position, `START TRANSACTION WITH
+CONSISTENT SNAPSHOT`, `UNLOCK TABLES`; the binlog is fast-forwarded to that position
+when it is ahead. Then, as tablet batches:
+
+    [BEGIN, FIELD]                 enum_set_string_values always true
+    [GTID]                         only when the position moved (the first table)
+    [ROW..., LASTPK, COMMIT]       one ROW per row; LASTPK: the table's last key so far
+    [BEGIN], [ROW..., LASTPK, COMMIT]   each further batch
+    [BEGIN, LASTPK(completed), COMMIT]  the table is done
+
+which VTGate turns into responses with VGTIDs whose `table_p_ks` carry the last keys.
+Rows are read with MySQL's text protocol on a `SET NAMES binary` connection in UTC.
+Resuming with `table_p_ks` copies each listed table after its last key, and every other
+matching table from the start (a finished table is copied again, as Vitess does)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+import grpc
 import pymysql
+from pymysql.converters import encoders
 
 from cdc_core.connectors.vitess.generated import binlogdata_pb2 as bd
 from cdc_core.connectors.vitess.generated import query_pb2 as q
-from tests.support.vtgate.fields import table_fields
-from tests.support.vtgate.shard_stream import ShardStream, _responses, parse_position, position_text
-from tests.support.vtgate.values import copy_text, encode_row
+from tests.support.vtgate.errors import tablet_error
+from tests.support.vtgate.fields import TableFields, quote, table_fields
+from tests.support.vtgate.positions import Position
+from tests.support.vtgate.shard_context import ShardContext
+from tests.support.vtgate.shard_stream import BinlogStreamer, Send
+from tests.support.vtgate.values import copy_text, decode_row, encode_row
 
 T = bd.VEventType
+_INTEGER_TYPES = {q.INT8, q.UINT8, q.INT16, q.UINT16, q.INT24, q.UINT24, q.INT32, q.UINT32, q.INT64, q.UINT64}
 
 
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+@dataclass
+class CopyPlan:
+    table: str
+    lastpk: Any | None  # query.QueryResult of the last key copied; None: not started
 
 
-def copy_then_stream(stream: ShardStream, entry: Any, batch_rows: int, completed: Callable[[], None]) -> None:
-    keyspace = stream.keyspace
-    with stream.meta.cursor() as cur:
+def copy_plans(shard: ShardContext, table_pks: list[Any]) -> dict[str, CopyPlan]:
+    """The tables to copy (`uvstreamer.buildTablePlan`), with any progress to resume."""
+    progress: dict[str, Any] = {}
+    for tpk in table_pks:
+        if tpk.HasField("lastpk") and not tpk.lastpk.fields:
+            raise tablet_error(
+                grpc.StatusCode.UNKNOWN, f"lastpk for table {tpk.table_name} has no fields defined"
+            )
+        progress[tpk.table_name] = tpk.lastpk if tpk.HasField("lastpk") else None
+    with shard.connect() as conn, conn.cursor() as cur:
         cur.execute(
-            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = 'BASE TABLE' "
-            "ORDER BY TABLE_NAME",
-            (keyspace,),
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND TABLE_TYPE = 'BASE TABLE'",
+            (shard.keyspace,),
         )
-        tables = [r[0] for r in cur.fetchall() if stream.rules.matches(r[0])]
-    resume = {t.table_name: _row_values(t.lastpk.rows[0]) for t in entry.table_p_ks if t.lastpk.rows}
-    copied: set[str] = set()
-    upto = {table: _typed(stream, table, values) for table, values in resume.items()}
-
-    def rows_copied(table: str, row: tuple[Any, ...]) -> bool:
-        """Binlog rows to send: those of tables copied, and of a resumed table's copied part."""
-        if table in copied:
-            return True
-        if table in upto:
-            key, last = upto[table]
-            return tuple(row[i] for i in key) <= last
-        return False
-
-    stream.row_filter = rows_copied
-    if stream.position:
-        stream.run(until=_now(stream))  # catch-up from the resumed position
-    else:
-        stream.position = _now(stream)
-    for table in tables:
-        _copy_table(stream, table, resume.get(table), batch_rows)
-        upto.pop(table, None)
-        copied.add(table)
-    stream.row_filter = None
-    completed()
-    stream.run()
+        tables = sorted(r[0] for r in cur.fetchall())
+    if tables:
+        for name in shard.rules.named_tables():
+            if name not in tables:
+                raise tablet_error(grpc.StatusCode.UNKNOWN, f"table {name} is not present in the database")
+    return {t: CopyPlan(t, progress.get(t)) for t in tables if t != "dual" and shard.rules.matches(t)}
 
 
-def _now(stream: ShardStream) -> dict[int, str]:
-    with stream.meta.cursor() as cur:
-        cur.execute("SELECT @@global.gtid_binlog_pos")
-        return parse_position(cur.fetchone()[0])
+class TableCopy:
+    """Copies the planned tables and returns the position streaming goes on from."""
 
+    def __init__(
+        self, shard: ShardContext, plans: dict[str, CopyPlan], position: Position, send: Send
+    ) -> None:
+        self.shard, self.plans, self.position, self.send = shard, plans, position, send
 
-def _copy_table(stream: ShardStream, table: str, lastpk: list[bytes] | None, batch_rows: int) -> None:
-    keyspace = stream.keyspace
-    fields = table_fields(stream.meta, keyspace, table)
-    if fields is None:
-        return
-    key = list(fields.primary_key) or list(fields.names)
-    key_fields = [f for f in fields.fields if f.name in key]
-    lock = pymysql.connect(**stream.params, autocommit=True)
-    snap = pymysql.connect(**stream.params, autocommit=True, conv={})
-    try:
-        with lock.cursor() as lc, snap.cursor() as sc:
-            lc.execute(f"LOCK TABLES {_quote(keyspace)}.{_quote(table)} READ")
-            sc.execute("SET NAMES binary")
-            sc.execute("SET time_zone = '+00:00'")
-            sc.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            lc.execute("SELECT @@global.gtid_binlog_pos")
-            snapshot = parse_position(lc.fetchone()[0])
-            lc.execute("UNLOCK TABLES")
-        stream.run(until=snapshot)  # fast-forward the copied tables to this snapshot
-        stream.position = dict(snapshot)
-        head = [
-            bd.VEvent(type=T.BEGIN),
-            bd.VEvent(
-                type=T.FIELD,
-                field_event=bd.FieldEvent(
-                    table_name=table, fields=list(fields.fields), enum_set_string_values=True
-                ),
-            ),
-            bd.VEvent(type=T.GTID, gtid=position_text(snapshot)),
-        ]
-        names = ", ".join(_quote(c) for c in fields.names)
-        order = ", ".join(_quote(c) for c in key)
-        positions = [fields.names.index(k) for k in key]
-        while not stream.stop.is_set():
-            where, params = "", []
-            if lastpk is not None:
-                where = f" WHERE ({order}) > ({', '.join(['%s'] * len(key))})"
-                params = lastpk
-            with snap.cursor() as sc:
-                sc.execute(
-                    f"SELECT {names} FROM {_quote(keyspace)}.{_quote(table)}{where} ORDER BY {order} LIMIT {int(batch_rows)}",
-                    params,
-                )
-                rows = sc.fetchall()
-            if not rows:
+    def run(self) -> Position:
+        for table in sorted(self.plans):
+            if self.shard.stop.is_set():
                 break
-            group = head or [bd.VEvent(type=T.BEGIN)]
-            head = []
-            for row in rows:
-                after = encode_row(tuple(copy_text(v) for v in row))
-                group.append(
-                    bd.VEvent(
-                        type=T.ROW,
-                        row_event=bd.RowEvent(table_name=table, row_changes=[bd.RowChange(after=after)]),
-                    )
-                )
-            lastpk = [copy_text(rows[-1][i]) or b"" for i in positions]
-            group += [_lastpk(table, key_fields, lastpk, completed=False), bd.VEvent(type=T.COMMIT)]
-            stream.emit(_responses(group, keyspace, stream.shard))
-        done = head or [bd.VEvent(type=T.BEGIN)]
-        done += [_lastpk(table, key_fields, lastpk or [], completed=True), bd.VEvent(type=T.COMMIT)]
-        stream.emit(_responses(done, keyspace, stream.shard))
-        with snap.cursor() as sc:
-            sc.execute("COMMIT")
-    finally:
-        lock.close()
-        snap.close()
+            if not self.position.is_zero:
+                self._stream_to(self.shard.current_position())  # catch-up
+            self._copy(table)
+        return self.position
 
+    def _sendable(self, table: str) -> bool:
+        """Catch-up and fast-forward carry tables copied or in progress only."""
+        plan = self.plans.get(table)
+        return plan is None or plan.lastpk is not None
 
-def _lastpk(table: str, key_fields: list[Any], values: list[bytes], completed: bool) -> Any:
-    fields = [q.Field(name=f.name, type=f.type, charset=f.charset, flags=f.flags) for f in key_fields]
-    rows = [encode_row(tuple(values))] if values else []
-    last = bd.TableLastPK(table_name=table, lastpk=q.QueryResult(fields=fields, rows=rows))
-    return bd.VEvent(type=T.LASTPK, last_p_k_event=bd.LastPKEvent(table_last_p_k=last, completed=completed))
-
-
-def _typed(stream: ShardStream, table: str, values: list[bytes]) -> tuple[list[int], tuple[Any, ...]]:
-    """A resumed table's last copied key as the binlog decoder gives its values (numbers as
-    numbers, text as text), with the key columns' positions."""
-    fields = table_fields(stream.meta, stream.keyspace, table)
-    assert fields is not None
-    key = list(fields.primary_key) or list(fields.names)
-    positions = [fields.names.index(k) for k in key]
-    typed = []
-    for i, raw in zip(positions, values, strict=True):
-        kind = fields.data_types[i]
-        typed.append(
-            int(raw) if kind.endswith("int") else raw.decode() if "char" in kind or "text" in kind else raw
+    def _stream_to(self, target: Position) -> None:
+        streamer = BinlogStreamer(
+            self.shard, self.position, self.send, stop_at=target, table_gate=self._sendable
         )
-    return positions, tuple(typed)
+        streamer.run()
+        self.position = streamer.position
+
+    def _copy(self, table: str) -> None:
+        plan = self.plans[table]
+        lock = self.shard.connect()
+        snap = self.shard.connect(use_unicode=False, conv=dict(encoders))  # values as the server's text
+        try:
+            with lock.cursor() as lc, snap.cursor() as sc:
+                sc.execute("SET NAMES binary")
+                sc.execute("SET time_zone = '+00:00'")
+                lc.execute(f"LOCK TABLES {quote(self.shard.keyspace)}.{quote(table)} READ")
+                lc.execute("SELECT @@global.gtid_binlog_pos")
+                snapshot = Position.from_server(lc.fetchone()[0])
+                sc.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                lc.execute("UNLOCK TABLES")
+            if not self.position.is_zero and not self.position.contains(snapshot):
+                self._stream_to(snapshot)  # fast-forward
+            fields = table_fields(snap_meta := self.shard.connect(), self.shard.keyspace, table)
+            snap_meta.close()
+            if fields is None:
+                raise tablet_error(grpc.StatusCode.UNKNOWN, f"unknown table {table} in schema")
+            field_event = bd.FieldEvent(
+                table_name=table,
+                fields=list(fields.fields),
+                keyspace=self.shard.keyspace,
+                shard=self.shard.shard,
+                enum_set_string_values=True,
+            )
+            self.send([bd.VEvent(type=T.BEGIN), bd.VEvent(type=T.FIELD, field_event=field_event)])
+            if snapshot != self.position:
+                self.send([bd.VEvent(type=T.GTID, gtid=str(snapshot))])
+                self.position = snapshot
+            self._rows(snap, fields, plan)
+            with snap.cursor() as sc:
+                sc.execute("COMMIT")
+        finally:
+            lock.close()
+            snap.close()
+        done = bd.LastPKEvent(table_last_p_k=bd.TableLastPK(table_name=table), completed=True)
+        self.send(
+            [bd.VEvent(type=T.BEGIN), bd.VEvent(type=T.LASTPK, last_p_k_event=done), bd.VEvent(type=T.COMMIT)]
+        )
+        del self.plans[table]
+
+    def _rows(self, snap: pymysql.Connection, fields: TableFields, plan: CopyPlan) -> None:
+        key = fields.copy_key
+        order = ", ".join(quote(c) for c in key)
+        sql = f"SELECT {', '.join(quote(c) for c in fields.names)} FROM {quote(self.shard.keyspace)}.{quote(plan.table)}"
+        if fields.primary_key:
+            sql += " FORCE INDEX (PRIMARY)"
+        params: list[Any] = []
+        if plan.lastpk is not None and plan.lastpk.rows:
+            sql += f" WHERE ({order}) > ({', '.join(['%s'] * len(key))})"
+            params = _typed(plan.lastpk)
+        sql += f" ORDER BY {order}"
+        positions = [fields.names.index(c) for c in key]
+        key_fields = fields.key_fields()
+        in_transaction = True  # the FIELD's BEGIN is still open
+        with snap.cursor(pymysql.cursors.SSCursor) as cur:
+            cur.execute(sql, params)
+            batch: list[tuple[Any, ...]] = []
+            size = 0
+            for row in cur:
+                if self.shard.stop.is_set():
+                    return
+                values = tuple(copy_text(v) for v in row)
+                batch.append(values)
+                size += sum(len(v) for v in values if v is not None)
+                if len(batch) >= self.shard.copy_rows or size >= self.shard.packet_size:
+                    self._send_batch(plan, batch, positions, key_fields, in_transaction)
+                    in_transaction, batch, size = False, [], 0
+            if batch:
+                self._send_batch(plan, batch, positions, key_fields, in_transaction)
+
+    def _send_batch(
+        self,
+        plan: CopyPlan,
+        batch: list[tuple[Any, ...]],
+        positions: list[int],
+        key_fields: list[Any],
+        open_tx: bool,
+    ) -> None:
+        if not open_tx:
+            self.send([bd.VEvent(type=T.BEGIN)])
+        events = [
+            bd.VEvent(
+                type=T.ROW,
+                row_event=bd.RowEvent(
+                    table_name=plan.table,
+                    row_changes=[bd.RowChange(after=encode_row(values))],
+                    keyspace=self.shard.keyspace,
+                    shard=self.shard.shard,
+                ),
+            )
+            for values in batch
+        ]
+        last = encode_row(tuple(batch[-1][i] for i in positions))
+        lastpk = q.QueryResult(fields=key_fields, rows=[last])
+        progress = bd.LastPKEvent(table_last_p_k=bd.TableLastPK(table_name=plan.table, lastpk=lastpk))
+        events += [bd.VEvent(type=T.LASTPK, last_p_k_event=progress), bd.VEvent(type=T.COMMIT)]
+        self.send(events)
+        plan.lastpk = lastpk
 
 
-def _row_values(row: Any) -> list[bytes]:
-    out, at = [], 0
-    for length in row.lengths:
-        out.append(row.values[at : at + length] if length >= 0 else b"")
-        at += max(length, 0)
+def _typed(lastpk: Any) -> list[Any]:
+    """A lastpk's values as query parameters: integers as numbers, other text as text."""
+    out: list[Any] = []
+    for field, raw in zip(lastpk.fields, decode_row(lastpk.rows[0]), strict=True):
+        if raw is None:
+            out.append(None)
+        elif field.type in _INTEGER_TYPES:
+            out.append(int(raw))
+        elif field.charset == 63 and field.type not in (q.DECIMAL, q.FLOAT32, q.FLOAT64):
+            out.append(bytes(raw))
+        else:
+            out.append(bytes(raw).decode("utf-8", errors="surrogateescape"))
     return out

@@ -1,152 +1,185 @@
-"""A table's FIELD event, as a Vitess tablet's schema engine describes it.
+"""A table's columns as a Vitess tablet's schema engine describes them in FIELD events.
 
-Each column becomes a `query.Field`: its Vitess type (the UNSIGNED flag picks UINT*,
-binary strings the BINARY/VARBINARY/BLOB types), MySQL's column flags plus Vitess's
-NUM_FLAG for numbers, the length in bytes, the collation id, the decimals, and
-`column_type` from information_schema, all read from the shard's own server."""
+The schema engine runs `SELECT * FROM t WHERE 1 != 1` and keeps the result's column
+definitions (name, table, database, type, length, decimals, flags), to which Vitess's
+MySQL client adds NUM_FLAG for numeric types; the vstreamer then overwrites `column_type`
+and `charset` from `information_schema.columns` (the collation's id, 63 when it has
+none). The double does the same against the shard server, so lengths and flags are the
+server's own (`bigint NOT NULL` primary key: 53251, `int unsigned`: 32800). The Vitess
+type comes from the MySQL type and flags as `sqltypes.MySQLToType` maps them: UNSIGNED
+picks UINT*, BINARY_FLAG makes CHAR/VARCHAR/TEXT into BINARY/VARBINARY/BLOB.
+
+Internal tables (`_vt.heartbeat`) keep the result's fields as they are, with no
+`column_type` (`vstreamer.buildSidecarTablePlan`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
+
+import pymysql
 
 from cdc_core.connectors.vitess.generated import query_pb2 as q
 
-NOT_NULL, PRI_KEY, UNIQUE_KEY, MULTIPLE_KEY, BLOB, UNSIGNED = 1, 2, 4, 8, 16, 32
-BINARY, ENUM, AUTO_INCREMENT, SET, NO_DEFAULT, NUM = 128, 256, 512, 2048, 4096, 32768
+NUM_FLAG = 32768
+UNSIGNED, BINARY, ENUM, SET = 32, 128, 256, 2048
+_NOT_FIXED_DEC = {31, 39}  # MySQL's and MariaDB's "no declared scale" (FLOAT, DOUBLE)
 
-_INTS = {"tinyint": "INT8", "smallint": "INT16", "mediumint": "INT24", "int": "INT32", "bigint": "INT64"}
-_OTHER = {
-    "float": q.FLOAT32, "double": q.FLOAT64, "decimal": q.DECIMAL, "date": q.DATE, "time": q.TIME,
-    "datetime": q.DATETIME, "timestamp": q.TIMESTAMP, "year": q.YEAR, "bit": q.BIT, "enum": q.ENUM,
-    "set": q.SET, "json": q.JSON, "binary": q.BINARY, "varbinary": q.VARBINARY,
-    "tinyblob": q.BLOB, "blob": q.BLOB, "mediumblob": q.BLOB, "longblob": q.BLOB,
-    "geometry": q.GEOMETRY, "point": q.GEOMETRY, "linestring": q.GEOMETRY, "polygon": q.GEOMETRY,
+# sqltypes.mysqlToType
+_TYPES = {
+    0: q.DECIMAL, 1: q.INT8, 2: q.INT16, 3: q.INT32, 4: q.FLOAT32, 5: q.FLOAT64, 6: q.NULL_TYPE,
+    7: q.TIMESTAMP, 8: q.INT64, 9: q.INT24, 10: q.DATE, 11: q.TIME, 12: q.DATETIME, 13: q.YEAR,
+    15: q.VARCHAR, 16: q.BIT, 17: q.TIMESTAMP, 18: q.DATETIME, 19: q.TIME, 245: q.JSON, 246: q.DECIMAL,
+    247: q.ENUM, 248: q.SET, 249: q.TEXT, 250: q.TEXT, 251: q.TEXT, 252: q.TEXT, 253: q.VARCHAR,
+    254: q.CHAR, 255: q.GEOMETRY,
 }  # fmt: skip
-_TEXT = {"char": (q.CHAR, q.BINARY), "varchar": (q.VARCHAR, q.VARBINARY)}
-_LONG_TEXT = {"tinytext", "text", "mediumtext", "longtext"}
+_UNSIGNED_OF = {q.INT8: q.UINT8, q.INT16: q.UINT16, q.INT24: q.UINT24, q.INT32: q.UINT32, q.INT64: q.UINT64}
+_BINARY_OF = {q.TEXT: q.BLOB, q.VARCHAR: q.VARBINARY, q.CHAR: q.BINARY}
+
+
+def vitess_type(mysql_type: int, flags: int) -> int:
+    """`sqltypes.MySQLToType`: the Vitess type of a MySQL column type and its flags."""
+    typ = _TYPES.get(mysql_type, q.VARBINARY)
+    if typ in _UNSIGNED_OF and flags & UNSIGNED:
+        return _UNSIGNED_OF[typ]
+    if typ in _BINARY_OF and flags & BINARY:
+        return _BINARY_OF[typ]
+    if typ == q.CHAR and flags & ENUM:
+        return q.ENUM
+    if typ == q.CHAR and flags & SET:
+        return q.SET
+    return typ
+
+
+def is_numeric(mysql_type: int) -> bool:
+    """`mysql.IsNum`: the types Vitess's client marks with NUM_FLAG."""
+    return (mysql_type <= 9 and mysql_type != 7) or mysql_type in (13, 246)
 
 
 @dataclass(frozen=True)
 class TableFields:
-    """A table's fields, and what the double needs to write its values."""
+    """A table's FIELD columns and its primary key."""
 
+    table: str
     fields: tuple[Any, ...]  # query.Field
-    names: tuple[str, ...]
-    data_types: tuple[str, ...]  # information_schema DATA_TYPE, lower case
-    lengths: tuple[int, ...]  # BINARY(n): n; temporal types: fractional digits
     primary_key: tuple[str, ...]
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
 
-def table_fields(conn: Any, database: str, table: str) -> TableFields | None:
-    """The table's fields now, or None when it does not exist."""
+    @property
+    def has_enum_or_set(self) -> bool:
+        return any(f.type in (q.ENUM, q.SET) for f in self.fields)
+
+    @property
+    def copy_key(self) -> tuple[str, ...]:
+        """The columns the copy phase orders by: the primary key, else every column."""
+        return self.primary_key or self.names
+
+    def key_fields(self) -> list[Any]:
+        """The copy key's fields as a lastpk carries them: name, type, charset and flags."""
+        by_name = {f.name: f for f in self.fields}
+        return [
+            q.Field(name=n, type=by_name[n].type, charset=by_name[n].charset, flags=by_name[n].flags)
+            for n in self.copy_key
+        ]
+
+    def truncated(self, count: int) -> TableFields:
+        """The first `count` columns (a binlog event written before columns were added)."""
+        return replace(self, fields=self.fields[:count])
+
+
+def table_fields(conn: pymysql.Connection, database: str, table: str) -> TableFields | None:
+    """The table's fields now, as a tablet describes them; None when it does not exist."""
+    result = _empty_result(conn, database, table)
+    if result is None:
+        return None
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT c.COLUMN_NAME, c.DATA_TYPE, c.COLUMN_TYPE, c.IS_NULLABLE, c.COLUMN_KEY, c.EXTRA, "
-            "c.CHARACTER_OCTET_LENGTH, c.NUMERIC_PRECISION, c.NUMERIC_SCALE, c.DATETIME_PRECISION, "
-            "c.COLLATION_NAME, l.ID, c.COLUMN_DEFAULT IS NULL "
-            "FROM information_schema.COLUMNS c LEFT JOIN information_schema.COLLATIONS l "
-            "ON l.COLLATION_NAME = c.COLLATION_NAME "
-            "WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s ORDER BY c.ORDINAL_POSITION",
+            "SELECT c.COLUMN_NAME, c.COLUMN_TYPE, l.ID FROM information_schema.COLUMNS c "
+            "LEFT JOIN information_schema.COLLATIONS l ON l.COLLATION_NAME = c.COLLATION_NAME "
+            "WHERE c.TABLE_SCHEMA = %s AND c.TABLE_NAME = %s",
             (database, table),
         )
-        rows = cur.fetchall()
+        extra = {
+            _text(name): (_text(column_type), int(coll) if coll else 63) for name, column_type, coll in cur
+        }
         cur.execute(
             "SELECT COLUMN_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = %s AND "
             "TABLE_NAME = %s AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX",
             (database, table),
         )
         key = tuple(_text(r[0]) for r in cur.fetchall())
-    if not rows:
-        return None
-    fields, names, types, lengths = [], [], [], []
-    for row in rows:
-        name, data_type, column_type, nullable, column_key, extra = row[:6]
-        octets, precision, scale, fsp, coll, coll_id, nodef = row[6:]
-        name, data_type, column_type = _text(name), _text(data_type).lower(), _text(column_type)
-        unsigned = "unsigned" in column_type
-        vtype, flags = _type(data_type, unsigned, coll is None)
-        if nullable == "NO":
-            flags |= NOT_NULL
-        if _text(column_key) == "PRI":
-            flags |= PRI_KEY | (NO_DEFAULT if nodef else 0)
-        elif _text(column_key) == "UNI":
-            flags |= UNIQUE_KEY
-        elif _text(column_key) == "MUL":
-            flags |= MULTIPLE_KEY
-        if "auto_increment" in _text(extra):
-            flags |= AUTO_INCREMENT
-        if name in key and len(key) > 1:
-            flags |= 16384  # PART_KEY
-        decimals = _decimals(data_type, scale, fsp)
-        length = int(octets or precision or 0)
-        fields.append(
-            q.Field(
-                name=name,
-                type=vtype,
-                table=table,
-                org_table=table,
-                database=database,
-                org_name=name,
-                column_length=min(length, 4294967295),
-                charset=int(coll_id) if coll_id else 63,
-                decimals=decimals,
-                flags=flags,
-                column_type=column_type,
-            )
-        )
-        names.append(name)
-        types.append(data_type)
-        lengths.append(_width(data_type, octets, precision, fsp))
-    return TableFields(tuple(fields), tuple(names), tuple(types), tuple(lengths), key)
+    fields = []
+    for column in result:
+        field = _field(column, database)
+        if field.name in extra:
+            field.column_type, field.charset = extra[field.name]
+        fields.append(field)
+    return TableFields(table, tuple(fields), key)
 
 
-_TEMPORAL = ("time", "datetime", "timestamp")
+def keyspace_fields(
+    conn: pymysql.Connection, database: str, wanted: Callable[[str], bool]
+) -> dict[str, TableFields]:
+    """The fields of every table of `database` that `wanted` accepts."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (database,))
+        names = [r[0] for r in cur.fetchall()]
+    found = {}
+    for name in filter(wanted, names):
+        fields = table_fields(conn, database, name)
+        if fields is not None:
+            found[name] = fields
+    return found
 
 
-def _decimals(data_type: str, scale: Any, fsp: Any) -> int:
-    if data_type == "decimal":
-        return int(scale or 0)
-    if data_type in _TEMPORAL:
-        return int(fsp or 0)
-    return 31 if data_type in ("float", "double") else 0
+def internal_fields(conn: pymysql.Connection, table: str) -> TableFields:
+    """A sidecar (`_vt`) table's fields: the result's definitions as they are."""
+    result = _empty_result(conn, "_vt", table)
+    if result is None:
+        raise LookupError(f"_vt.{table} does not exist on the shard server")
+    return TableFields(table, tuple(_field(c, "_vt") for c in result), ())
 
 
-def _width(data_type: str, octets: Any, precision: Any, fsp: Any) -> int:
-    """What writing a value needs: BINARY(n)'s n, BIT(n)'s n, a temporal type's digits."""
-    if data_type == "binary":
-        return int(octets or 0)
-    if data_type == "bit":
-        return int(precision or 1)
-    return int(fsp or 0) if data_type in _TEMPORAL else 0
+def _empty_result(conn: pymysql.Connection, database: str, table: str) -> list[Any] | None:
+    with conn.cursor() as cur:
+        try:
+            cur.execute(f"SELECT * FROM {quote(database)}.{quote(table)} WHERE 1 != 1")
+        except pymysql.err.ProgrammingError as exc:
+            if exc.args and exc.args[0] == 1146:  # no such table
+                return None
+            raise
+        return list(cur._result.fields)  # the column definitions, flags included
 
 
-def _type(data_type: str, unsigned: bool, binary_charset: bool) -> tuple[int, int]:
-    """(Vitess type, type flags) of an information_schema DATA_TYPE."""
-    if data_type in _INTS:
-        name = ("U" if unsigned else "") + _INTS[data_type]
-        return q.Type.Value(name), NUM | (UNSIGNED if unsigned else 0)
-    if data_type in _TEXT:
-        text, binary = _TEXT[data_type]
-        return (binary, BINARY) if binary_charset else (text, 0)
-    if data_type in _LONG_TEXT:
-        return (q.BLOB, BLOB | BINARY) if binary_charset else (q.TEXT, BLOB)
-    vtype = _OTHER.get(data_type)
-    if vtype is None:
-        return q.VARCHAR, 0
-    flags = 0
-    if vtype in (q.FLOAT32, q.FLOAT64, q.DECIMAL, q.YEAR):
-        flags |= NUM | (UNSIGNED if unsigned else 0)
-    if vtype in (q.BINARY, q.VARBINARY):
-        flags |= BINARY
-    if vtype == q.BLOB:
-        flags |= BLOB | BINARY
-    if vtype == q.ENUM:
-        flags |= ENUM
-    if vtype == q.SET:
-        flags |= SET
-    return vtype, flags
+def _field(column: Any, database: str) -> Any:
+    flags = column.flags | (NUM_FLAG if is_numeric(column.type_code) else 0)
+    vtype = vitess_type(column.type_code, column.flags)
+    decimals = column.scale
+    if vtype in (q.FLOAT32, q.FLOAT64) and decimals in _NOT_FIXED_DEC:
+        decimals = 31
+    return q.Field(
+        name=_text(column.name),
+        type=vtype,
+        table=_text(column.table_name),
+        org_table=_text(column.org_table),
+        database=database,
+        org_name=_text(column.org_name),
+        column_length=column.length,
+        charset=column.charsetnr,
+        decimals=decimals,
+        flags=flags,
+    )
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
 
 def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, (bytes, bytearray)) else ("" if value is None else str(value))
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode()
+    return "" if value is None else str(value)

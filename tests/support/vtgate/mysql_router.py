@@ -1,262 +1,263 @@
-"""VTGate's MySQL protocol, as far as the Vitess connector uses it: log in, target a shard
-(``USE `keyspace:shard[@type]` ``, COM_INIT_DB, or the handshake's database), and have
-every later query passed on unchanged to that shard's server; `SHOW VITESS_SHARDS`
-answered from the topology. Session settings (`SET ...`) go to every shard server the
-session uses. Results are relayed as the shard server sent them, packet by packet.
+"""VTGate's MySQL protocol, as far as a CDC client uses it (`vtgate/plugin_mysql_server`).
 
-Logins are checked as MySQL does (`mysql_native_password`) against the one user the
-double knows (the CDC user); others get error 1045."""
+A client logs in as the CDC user (`mysql_native_password`, checked against the password
+the double is configured with; anything else gets error 1045), targets a shard with
+``USE `keyspace:shard[@type]` `` (or `keyspace/shard`, as the handshake's database, or
+with COM_INIT_DB), and every later statement goes unchanged to that shard's server,
+VTGate's bypass routing. The router keeps one connection per shard and client session,
+opened as the CDC user with the client's character set; SET statements are remembered
+and replayed on connections opened later. Answers are relayed as the shard server sent
+them, packet by packet.
+
+The router answers itself: `SHOW VITESS_SHARDS [LIKE 'ks/%']` (one column `Shards`, rows
+`ks/-80`: the serving shards), `SHOW VITESS_TABLETS`, and `SHOW DATABASES` (keyspaces).
+A bare keyspace target of several shards takes SHOW statements (sent to its first shard,
+as VTGate sends them to any) but no data statements: the double has no query planner.
+Writes to a shard a reshard took out of service fail as Vitess's denied tables do."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
-import os
 import re
 import socket
 import socketserver
 import struct
 from typing import Any
 
-import pymysql
-from pymysql.constants import COMMAND
-
+from tests.support.vtgate import mysql_packets as mp
+from tests.support.vtgate.mysql_packets import Backend, PacketIO, eof_packet, err_packet, ok_packet
 from tests.support.vtgate.topology import Topology
 
 log = logging.getLogger("vtgate.mysql")
 
-CAPABILITIES = (
-    1 | 4 | 8 | 512 | 8192 | 32768 | (1 << 17) | (1 << 19) | (1 << 20) | (1 << 21)
-)  # long password/flag, connect with db, 4.1, transactions, secure connection, multi results, plugin auth
-_USE = re.compile(r"^\s*use\s+`?([^`]+)`?\s*;?\s*$", re.I)
-_SHOW_SHARDS = re.compile(r"^\s*show\s+vitess_shards(?:\s+like\s+'([^']*)')?\s*;?\s*$", re.I)
-_SET = re.compile(r"^\s*set\s", re.I)
+COM_QUIT, COM_INIT_DB, COM_QUERY, COM_PING = 1, 2, 3, 14
+_COMMENTS = re.compile(r"^\s*(?:(?:/\*.*?\*/|#[^\n]*\n|--\s[^\n]*\n)\s*)*", re.S)
+_USE = re.compile(r"use\s+(`(?:[^`]|``)+`|\S+?)\s*;?\s*", re.I | re.S)
+_SHOW_SHARDS = re.compile(r"show\s+vitess_shards(?:\s+like\s+'((?:[^'\\]|\\.|'')*)')?\s*;?\s*", re.I | re.S)
+_SHOW_TABLETS = re.compile(r"show\s+vitess_tablets\s*;?\s*", re.I)
+_SHOW_DATABASES = re.compile(r"show\s+(?:databases|schemas|keyspaces)\s*;?\s*", re.I)
+_SET = re.compile(r"set\s", re.I)
+_WRITE = re.compile(r"(insert|update|delete|replace)\b", re.I)
+_SHOW = re.compile(r"(show|describe|desc|explain)\b", re.I)
+_TABLET_TYPES = {"primary", "master", "replica", "rdonly"}
 
 
-def _lenenc(n: int) -> bytes:
-    if n < 251:
-        return bytes([n])
-    if n < 1 << 16:
-        return b"\xfc" + struct.pack("<H", n)
-    if n < 1 << 24:
-        return b"\xfd" + struct.pack("<I", n)[:3]
-    return b"\xfe" + struct.pack("<Q", n)
+def parse_target(target: str) -> tuple[str, str | None, str]:
+    """`keyspace[:|/]shard[@tablet_type]` or `keyspace[@tablet_type]` (topoproto.ParseDestination)."""
+    tablet_type = "primary"
+    if "@" in target:
+        target, _, tablet_type = target.rpartition("@")
+    cut = max(target.rfind(":"), target.rfind("/"))
+    if cut >= 0:
+        return target[:cut], target[cut + 1 :], tablet_type.lower()
+    return target, None, tablet_type.lower()
 
 
-def _scramble(password: str, salt: bytes) -> bytes:
-    one = hashlib.sha1(password.encode()).digest()
-    two = hashlib.sha1(one).digest()
-    three = hashlib.sha1(salt + two).digest()
-    return bytes(a ^ b for a, b in zip(one, three, strict=True))
+def _like(pattern: str) -> re.Pattern[str]:
+    out, i = "", 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out, i = out + re.escape(pattern[i + 1]), i + 2
+            continue
+        out += ".*" if ch == "%" else "." if ch == "_" else re.escape(ch)
+        i += 1
+    return re.compile(out + r"\Z", re.S | re.I)
 
 
 class Session(socketserver.BaseRequestHandler):
-    server: Any
+    """One client connection."""
+
+    server: Router
 
     def setup(self) -> None:
-        self.seq = 0
-        self.backends: dict[tuple[str, str], pymysql.Connection] = {}
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.io = PacketIO(self.request)
+        self.backends: dict[tuple[str, str], Backend] = {}
         self.settings: list[str] = []
         self.target: tuple[str, str | None] | None = None
-
-    # ------------------------------------------------------------------ packets
-
-    def read(self) -> bytes | None:
-        payload = b""
-        while True:
-            head = self._exactly(4)
-            if head is None:
-                return None
-            length = head[0] | head[1] << 8 | head[2] << 16
-            self.seq = (head[3] + 1) % 256
-            body = self._exactly(length) if length else b""
-            if body is None:
-                return None
-            payload += body
-            if length < 0xFFFFFF:
-                return payload
-
-    def _exactly(self, n: int) -> bytes | None:
-        data = b""
-        while len(data) < n:
-            chunk = self.request.recv(n - len(data))
-            if not chunk:
-                return None
-            data += chunk
-        return data
-
-    def write(self, payload: bytes) -> None:
-        while True:
-            part, payload = payload[:0xFFFFFF], payload[0xFFFFFF:]
-            self.request.sendall(struct.pack("<I", len(part))[:3] + bytes([self.seq]) + part)
-            self.seq = (self.seq + 1) % 256
-            if len(part) < 0xFFFFFF:
-                return
-
-    def ok(self) -> None:
-        self.write(b"\x00\x00\x00\x02\x00\x00\x00")
-
-    def error(self, code: int, message: str, state: str = "HY000") -> None:
-        self.write(b"\xff" + struct.pack("<H", code) + b"#" + state.encode() + message.encode())
-
-    def eof(self) -> None:
-        self.write(b"\xfe\x00\x00\x02\x00")
-
-    # ------------------------------------------------------------------ session
+        self.caps, self.charset = 0, 45
 
     def handle(self) -> None:
         try:
             if not self.login():
                 return
-            while (packet := self.read()) is not None:
-                self.seq = 1
+            while (packet := self.io.read()) is not None:
                 command, body = packet[0], packet[1:]
-                if command == COMMAND.COM_QUIT:
+                if command == COM_QUIT:
                     return
-                if command == COMMAND.COM_PING:
-                    self.ok()
-                elif command == COMMAND.COM_INIT_DB:
-                    self.use(body.decode())
-                elif command == COMMAND.COM_QUERY:
+                if command == COM_PING:
+                    self.io.write(ok_packet())
+                elif command == COM_INIT_DB:
+                    self.use(body.decode(errors="replace"))
+                elif command == COM_QUERY:
                     self.query(body.decode("utf-8", errors="surrogateescape"))
                 else:
-                    self.error(1047, f"the VTGate double does not support command {command}")
-        except (ConnectionError, OSError):
+                    self.io.write(
+                        err_packet(1047, f"command handling not implemented yet: {command}", "08S01")
+                    )
+        except OSError:
             return
         finally:
-            for conn in self.backends.values():
-                with contextlib.suppress(Exception):  # the shard server may be gone
-                    conn.close()
+            for backend in self.backends.values():
+                with contextlib.suppress(OSError):
+                    backend.close()
 
     def login(self) -> bool:
-        salt = os.urandom(20).replace(b"\x00", b"\x01")
-        self.seq = 0
-        caps = CAPABILITIES
-        self.write(
-            b"\x0a8.0.30-Vitess\x00"
-            + struct.pack("<I", 1)
-            + salt[:8]
-            + b"\x00"
-            + struct.pack("<H", caps & 0xFFFF)
-            + bytes([45])
-            + struct.pack("<H", 2)
-            + struct.pack("<H", caps >> 16)
-            + bytes([21])
-            + b"\x00" * 10
-            + salt[8:]
-            + b"\x00"
+        salt = mp.new_salt()
+        self.io.seq = 0
+        self.io.write(
+            b"\x0a8.0.30-Vitess\x00" + struct.pack("<I", 1) + salt[:8] + b"\x00"
+            + struct.pack("<H", mp.CAPABILITIES & 0xFFFF) + bytes([45]) + struct.pack("<H", mp.SERVER_STATUS_AUTOCOMMIT)
+            + struct.pack("<H", mp.CAPABILITIES >> 16) + bytes([21]) + b"\x00" * 10 + salt[8:] + b"\x00"
             + b"mysql_native_password\x00"
-        )
-        response = self.read()
-        if response is None:
+        )  # fmt: skip
+        packet = self.io.read()
+        if packet is None:
             return False
-        client_caps = struct.unpack("<I", response[:4])[0]
-        at = 32
-        end = response.index(b"\x00", at)
-        user = response[at:end].decode()
-        at = end + 1
-        if client_caps & (1 << 21):
-            length = response[at]
-            at += 1
-        else:
-            length = response[at]
-            at += 1
-        token = response[at : at + length]
-        at += length
-        database = None
-        if client_caps & 8 and at < len(response):
-            end = response.index(b"\x00", at)
-            database = response[at:end].decode() or None
-        if user != self.server.user or token != _scramble(self.server.password, salt):
-            self.error(1045, f"Access denied for user '{user}'", "28000")
+        hello = mp.parse_handshake_response(packet)
+        self.caps, self.charset = hello["caps"], hello["charset"]
+        if hello["user"] != self.server.user or hello["token"] != mp.scramble(self.server.password, salt):
+            using = "YES" if hello["token"] else "NO"
+            host = self.client_address[0]
+            self.io.write(err_packet(1045, f"Access denied for user '{hello['user']}'@'{host}' (using password: {using})", "28000"))  # fmt: skip
             return False
-        self.ok()
-        if database:
-            self.target = _parse_target(database)
+        if hello["database"]:
+            problem = self._target(hello["database"])
+            if problem is not None:
+                self.io.write(err_packet(*problem))
+                return False
+        self.io.write(ok_packet())
         return True
 
+    # ------------------------------------------------------------------ statements
+
     def use(self, target: str) -> None:
-        keyspace, shard = _parse_target(target)
+        problem = self._target(target.strip().strip("`").replace("``", "`"))
+        self.io.write(err_packet(*problem) if problem else ok_packet())
+
+    def _target(self, target: str) -> tuple[int, str, str] | None:
+        keyspace, shard, tablet_type = parse_target(target)
+        if tablet_type not in _TABLET_TYPES:
+            return 1105, f"invalid tablet type: {tablet_type}", "HY000"
         if keyspace not in self.server.topology.load():
-            self.error(1049, f"Unknown database '{keyspace}'", "42000")
-            return
+            return 1049, f"Unknown database '{keyspace}'", "42000"
         self.target = (keyspace, shard)
-        self.ok()
+        return None
 
     def query(self, sql: str) -> None:
-        used = _USE.match(sql)
-        if used:
-            self.use(used.group(1))
-            return
-        shards = _SHOW_SHARDS.match(sql)
-        if shards:
-            self.show_shards(shards.group(1))
-            return
-        if _SET.match(sql):
-            self.settings.append(sql)
-            for conn in self.backends.values():
-                conn.query(sql)
-            self.ok()
-            return
-        try:
-            backend = self.backend()
-        except LookupError as exc:
-            self.error(1105, str(exc))
-            return
-        self.relay(backend, sql)
+        text = _COMMENTS.sub("", sql, count=1)
+        if found := _USE.fullmatch(text):
+            self.use(found.group(1))
+        elif found := _SHOW_SHARDS.fullmatch(text):
+            self.show_shards(found.group(1))
+        elif _SHOW_TABLETS.fullmatch(text):
+            self.show_tablets()
+        elif _SHOW_DATABASES.fullmatch(text):
+            self.rows(["Database"], [[k] for k in self.server.topology.keyspaces()])
+        elif _SET.match(text):
+            self.set(sql)
+        else:
+            backend = self.backend(sql, text)
+            if backend is not None:
+                self.relay(backend, sql)
 
-    def backend(self) -> pymysql.Connection:
+    def set(self, sql: str) -> None:
+        """A session setting: on the targeted shard (its answer relayed), remembered for
+        the connections opened later, and applied to the others already open."""
+        current = self.backend(sql, sql, quiet=True)
+        if current is None:
+            self.settings.append(sql)
+            self.io.write(ok_packet())
+            return
+        if self.relay(current, sql):
+            self.settings.append(sql)
+            for backend in self.backends.values():
+                if backend is not current:
+                    backend.query(sql)
+
+    def backend(self, sql: str, text: str, quiet: bool = False) -> Backend | None:
+        """The targeted shard's connection, or None after sending the client an error."""
+
+        def refuse(message: str, code: int = 1105) -> None:
+            if not quiet:
+                self.io.write(err_packet(code, message))
+
         if self.target is None:
-            raise LookupError("no keyspace selected: USE `keyspace:shard` first")
+            return refuse("No database selected: use keyspace:shard (USE `keyspace:-80`) first", 1046)
         keyspace, shard = self.target
         shards = self.server.topology.shards(keyspace, serving_only=False)
         if shard is None:
-            if len(shards) != 1:
-                raise LookupError(
-                    f"the VTGate double needs a shard target (USE `{keyspace}:<shard>`) for keyspace {keyspace}"
+            serving = [s for s in shards if s.serving]
+            if len(serving) == 1 or (serving and _SHOW.match(text)):
+                shard = serving[0].name
+            else:
+                return refuse(
+                    f"the VTGate double needs a shard target for this statement: keyspace {keyspace} has "
+                    f"{len(serving)} shards and the double has no query planner; USE `{keyspace}:<shard>` first"
                 )
-            shard = shards[0].name
         found = next((s for s in shards if s.name == shard), None)
         if found is None:
-            raise LookupError(f"no shard {shard} in keyspace {keyspace}")
-        conn = self.backends.get((keyspace, shard))
-        if conn is None:
-            conn = pymysql.connect(
-                host=found.host, port=found.port, user=self.server.user, password=self.server.password,
-                database=keyspace, autocommit=True,
-            )  # fmt: skip
-            for setting in self.settings:
-                conn.query(setting)
-            self.backends[(keyspace, shard)] = conn
-        return conn
-
-    def relay(self, conn: pymysql.Connection, sql: str) -> None:
-        """The shard server's answer to `sql`, packet by packet."""
-        try:
-            conn._execute_command(COMMAND.COM_QUERY, sql.encode("utf-8", errors="surrogateescape"))
-            first = conn._read_packet()
-        except pymysql.err.MySQLError as exc:
-            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else 1105
-            self.error(code, str(exc.args[-1]) if exc.args else str(exc))
-            return
-        data = first.get_all_data()
-        self.write(data)
-        if data[0] in (0x00, 0xFF) or (data[0] == 0xFB):
-            return
-        count, _ = _read_lenenc(data, 0)
-        for _ in range(count):
-            self.write(conn._read_packet().get_all_data())
-        self.write(conn._read_packet().get_all_data())  # EOF after the column definitions
-        while True:
+            return refuse(
+                f"target: {keyspace}.{shard}.primary: no healthy tablet available for '{keyspace}/{shard}'"
+            )
+        if not found.serving and _WRITE.match(text):
+            return refuse(
+                "vttablet: rpc error: code = FailedPrecondition desc = disallowed due to rule: enforce denied "
+                f"tables (shard {keyspace}/{shard} is no longer serving after a reshard)"
+            )
+        backend = self.backends.get((keyspace, shard))
+        if backend is None:
             try:
-                packet = conn._read_packet().get_all_data()
-            except pymysql.err.MySQLError as exc:
-                self.error(exc.args[0], str(exc.args[-1]))
-                return
-            self.write(packet)
-            if packet[0] == 0xFE and len(packet) < 9:
-                return
+                backend = Backend(
+                    found.host,
+                    found.port,
+                    self.server.user,
+                    self.server.password,
+                    keyspace,
+                    self.charset,
+                    self.caps,
+                )
+                for setting in self.settings:
+                    backend.query(setting)
+            except (OSError, ConnectionError) as exc:
+                return refuse(f"target: {keyspace}.{shard}.primary: vttablet: {exc}", 2013)
+            self.backends[(keyspace, shard)] = backend
+        return backend
+
+    def relay(self, backend: Backend, sql: str) -> bool:
+        """The shard server's answer to `sql`, packet by packet; True when it succeeded."""
+        self.io.seq = 1
+        try:
+            backend.command(COM_QUERY, sql.encode("utf-8", errors="surrogateescape"))
+            while True:
+                first = backend.read()
+                self.io.write(first)
+                if first[0] == 0xFF:
+                    return False
+                if first[0] == 0x00:
+                    if not mp.status_of(first) & mp.SERVER_MORE_RESULTS_EXISTS:
+                        return True
+                    continue
+                count, _ = mp.read_lenenc(first, 0)
+                for _ in range(count + 1):  # column definitions, then EOF
+                    self.io.write(backend.read())
+                while True:
+                    packet = backend.read()
+                    self.io.write(packet)
+                    if packet[0] == 0xFF:
+                        return False
+                    if mp.is_eof(packet):
+                        break
+                if not mp.status_of(packet) & mp.SERVER_MORE_RESULTS_EXISTS:
+                    return True
+        except (OSError, ConnectionError) as exc:
+            self.backends = {k: v for k, v in self.backends.items() if v is not backend}
+            self.io.write(err_packet(2013, f"Lost connection to the shard server: {exc}"))
+            return False
+
+    # ------------------------------------------------------------------ answers of its own
 
     def show_shards(self, pattern: str | None) -> None:
         names = [
@@ -265,44 +266,47 @@ class Session(socketserver.BaseRequestHandler):
             for s in shards
             if s.serving
         ]
-        if pattern:
-            regex = re.compile("^" + re.escape(pattern).replace("%", ".*").replace("_", ".") + "$")
-            names = [n for n in names if regex.match(n)]
-        self.write(_lenenc(1))
-        self.write(
-            b"\x03def\x00\x00\x00\x06Shards\x00\x0c" + struct.pack("<H", 33) + struct.pack("<I", 256)
-            + b"\xfd" + struct.pack("<H", 1) + b"\x00\x00\x00"
-        )  # fmt: skip
-        self.eof()
-        for name in names:
-            encoded = name.encode()
-            self.write(_lenenc(len(encoded)) + encoded)
-        self.eof()
+        if pattern is not None:
+            matcher = _like(pattern.replace("''", "'"))
+            names = [n for n in names if matcher.match(n)]
+        self.rows(["Shards"], [[n] for n in names])
 
+    def show_tablets(self) -> None:
+        rows = []
+        for ks, shards in sorted(self.server.topology.load().items()):
+            for s in shards:
+                state = "SERVING" if s.serving else "NOT_SERVING"
+                alias = f"zone1-{s.port:010d}"
+                rows.append(["zone1", ks, s.name, "PRIMARY", state, alias, s.host, ""])
+        names = [
+            "Cell",
+            "Keyspace",
+            "Shard",
+            "TabletType",
+            "State",
+            "Alias",
+            "Hostname",
+            "PrimaryTermStartTime",
+        ]
+        self.rows(names, rows)
 
-def _read_lenenc(data: bytes, at: int) -> tuple[int, int]:
-    first = data[at]
-    if first < 251:
-        return first, at + 1
-    size = {0xFC: 2, 0xFD: 3, 0xFE: 8}[first]
-    return int.from_bytes(data[at + 1 : at + 1 + size], "little"), at + 1 + size
-
-
-def _parse_target(target: str) -> tuple[str, str | None]:
-    """`keyspace[:|/]shard[@tablet_type]`, `keyspace[@type]`."""
-    target = target.rsplit("@", 1)[0] if "@" in target else target
-    for sep in (":", "/"):
-        if sep in target:
-            keyspace, shard = target.split(sep, 1)
-            return keyspace, shard
-    return target, None
+    def rows(self, columns: list[str], rows: list[list[Any]]) -> None:
+        self.io.seq = 1
+        self.io.write(mp.lenenc(len(columns)))
+        for name in columns:
+            self.io.write(mp.text_column(name))
+        self.io.write(eof_packet())
+        for row in rows:
+            self.io.write(mp.text_row(row))
+        self.io.write(eof_packet())
 
 
 class Router(socketserver.ThreadingTCPServer):
+    """The MySQL listener: a thread per client session."""
+
     daemon_threads = True
     allow_reuse_address = True
 
     def __init__(self, port: int, topology: Topology, user: str, password: str) -> None:
         super().__init__(("127.0.0.1", port), Session)
         self.topology, self.user, self.password = topology, user, password
-        self.socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

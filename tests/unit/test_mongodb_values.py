@@ -1,0 +1,137 @@
+"""BSON values as Debezium's MongoDB connector writes them (the Java driver's JSON modes),
+and `additional-conditions` and `_id` chunks as MongoDB filter documents: literals only,
+no operator from the text, ranges in BSON order across types."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pytest
+from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+
+from cdc_core.connectors.mongodb.ext_json import relaxed, strict
+from cdc_core.connectors.mongodb.filters import after, bracket_of, chunk_filter, render, up_to
+from cdc_core.errors import TidemarkError
+from cdc_core.signals.conditions import ANY_FIELD, parse_condition
+
+OID = ObjectId("596e275826f08b2730779e1f")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1004, "1004"),
+        (Int64(1004), "1004"),
+        (12.34, "12.34"),
+        (1.0, "1.0"),
+        (float("nan"), '{"$numberDouble": "NaN"}'),
+        ("1234", '"1234"'),
+        (OID, '{"$oid": "596e275826f08b2730779e1f"}'),
+        (Decimal128("3.25"), '{"$numberDecimal": "3.25"}'),
+        (dt.datetime(2020, 1, 1, tzinfo=dt.UTC), '{"$date": "2020-01-01T00:00:00Z"}'),
+        (dt.datetime(2020, 1, 1, 0, 0, 0, 470000, tzinfo=dt.UTC), '{"$date": "2020-01-01T00:00:00.47Z"}'),
+        (Binary(b"kafka", 0), '{"$binary": {"base64": "a2Fma2E=","subType": "00"}}'),
+        ({"hi": "kafka", "nums": [10.0, 100.0, 1000.0]}, '{"hi": "kafka","nums": [10.0,100.0,1000.0]}'),
+    ],
+)
+def test_a_key_id_is_relaxed_extended_json_in_the_drivers_compact_layout(value, text):
+    assert relaxed(value) == text
+
+
+def test_after_and_before_are_strict_extended_json():
+    document = {
+        "_id": OID,
+        "phone": Int64(123),
+        "n": 5,
+        "created": dt.datetime.fromtimestamp(1783078553.473, dt.UTC),
+        "price": Decimal128("3.25"),
+        "blob": Binary(b"\x01\x02", 0),
+        "ts": Timestamp(1, 2),
+        "re": Regex("p", "i"),
+        "nested": {"list": [1, "a", None, True]},
+    }
+    assert strict(document) == (
+        '{"_id": {"$oid": "596e275826f08b2730779e1f"},"phone": {"$numberLong": "123"},"n": 5,'
+        '"created": {"$date": 1783078553473},"price": {"$numberDecimal": "3.25"},'
+        '"blob": {"$binary": "AQI=","$type": "00"},"ts": {"$timestamp": {"t": 1,"i": 2}},'
+        '"re": {"$regex": "p","$options": "i"},"nested": {"list": [1,"a",null,true]}}'
+    )
+
+
+def test_updated_fields_are_relaxed_with_spaced_separators():
+    assert relaxed({"phone": Int64(123), "scores": [1.2, 3.4, 5.6]}, ", ") == (
+        '{"phone": 123, "scores": [1.2, 3.4, 5.6]}'
+    )
+
+
+def test_a_uuid_key_is_binary_subtype_4():
+    value = uuid.UUID("a58305c6-3930-4ec3-b8fb-42eae9ce642e")
+    assert (
+        relaxed(Binary.from_uuid(value))
+        == '{"$binary": {"base64": "pYMFxjkwTsO4+0Lq6c5kLg==","subType": "04"}}'
+    )
+
+
+# ---------------------------------------------------------------------------- filters
+
+
+def test_bson_brackets_order_types_as_mongodb_sorts_them():
+    ordered = [MinKey(), None, 3, "a", {"x": 1}, [1], Binary(b"", 0), OID, True, dt.datetime(2020, 1, 1)]
+    ordered += [Timestamp(1, 1), Regex("x"), MaxKey()]
+    brackets = [bracket_of(v) for v in ordered]
+    assert brackets == sorted(brackets) and len(set(brackets)) == len(brackets)
+
+
+def test_a_range_takes_the_whole_brackets_on_its_far_side():
+    assert after(5) == {
+        "$or": [
+            {"_id": {"$gt": 5}},
+            {
+                "_id": {
+                    "$type": [
+                        "string", "symbol", "object", "array", "binData", "objectId", "bool", "date",
+                        "timestamp", "regex", "maxKey",
+                    ]
+                }
+            },
+        ]
+    }  # fmt: skip
+    assert up_to("m", frozenset({"undefined", "symbol"})) == {
+        "$or": [
+            {"_id": {"$lte": "m"}},
+            {"_id": {"$type": ["minKey", "null", "double", "int", "long", "decimal"]}},
+        ]
+    }
+    assert chunk_filter(None, None, None) == {}
+
+
+def test_conditions_render_as_literals_of_the_named_fields():
+    condition = parse_condition(
+        "status = 'paid' AND (total BETWEEN 10 AND 20 OR note LIKE 'a%' OR gone IS NULL) AND n NOT IN (1, 2)",
+        ANY_FIELD,
+    )
+    rendered = render(condition)
+    assert rendered["$and"][0] == {"status": {"$eq": "paid"}}
+    assert rendered["$and"][1]["$or"][0] == {"total": {"$gte": 10, "$lte": 20}}
+    assert rendered["$and"][1]["$or"][1]["note"]["$regex"].pattern == "^a.*$"
+    assert rendered["$and"][1]["$or"][2] == {"gone": None}
+    assert rendered["$and"][2] == {"n": {"$nin": [1, 2]}}
+    # a value that looks like an operator stays a value
+    assert render(parse_condition("name = '$where'", ANY_FIELD)) == {"name": {"$eq": "$where"}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$where = 'sleep(1000)'",
+        '{"$where": "this.a > 1"}',
+        "a = 1; db.dropDatabase()",
+        "a IN (SELECT x FROM y)",
+        "function() { return true }",
+        "a.$gt = 1",
+    ],
+)
+def test_hostile_conditions_are_refused(text):
+    with pytest.raises(TidemarkError):
+        parse_condition(text, ANY_FIELD)

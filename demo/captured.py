@@ -109,8 +109,12 @@ def print_captured(topics: dict[str, list[Event]], prefix: str, database: str) -
             else " change events"
         )
     )
-    for change in (v for _, v, _ in topics.get(prefix, [])):
-        print(f"schema change: {change['ddl'].split(chr(10))[0][:90]}")
+    for change in (v for _, v, _ in topics.get(prefix, []) if v is not None):
+        if change.get("ddl"):
+            print(f"schema change: {change['ddl'].split(chr(10))[0][:90]}")
+        else:  # a definition without a statement (Vitess: a table's columns after its DDL)
+            tables = ", ".join(t.get("id", "?") for t in change.get("tableChanges") or [])
+            print(f"schema change: the new definition of {tables}")
     products = topics.get(f"{prefix}.{database}.products", [])
     key_change = next(((k, h) for k, v, h in products if h and "__debezium.newkey" in h), None)
     if key_change:

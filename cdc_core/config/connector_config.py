@@ -130,6 +130,12 @@ def validate(
                 "Airflow connection",
             )
         values[key] = prop.parse(key, value)
+    for prop in properties:
+        if prop.alias_of and values.get(prop.name) is not None:
+            other = values.get(prop.alias_of)
+            if other is not None and other != values[prop.name]:
+                raise ConfigError(prop.name, f"says otherwise than {prop.alias_of}; set one of them")
+            values[prop.alias_of] = values[prop.name]
     seen: set[str] = set()
     for prop in properties:  # a connector's own definition of a name comes first and wins
         if prop.name in seen:

@@ -35,6 +35,9 @@ class Property:
     pattern: str | None = None
     secret: bool = False
     check: Callable[[Any], str | None] | None = None
+    # Another name of the property `alias_of` (a connector's own word for a common one,
+    # e.g. MongoDB's collection.include.list): its value is that property's.
+    alias_of: str | None = None
 
     def matches(self, key: str) -> re.Match[str] | None:
         if self.pattern is None:

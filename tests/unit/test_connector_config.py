@@ -85,3 +85,16 @@ def test_unknown_connector_class(tmp_path):
     path.write_text(BASE.replace("connector.class: mysql", "connector.class: db2"))
     with pytest.raises(ConfigError, match="connector.class: unknown connector 'db2'"):
         load_config(path, environ={})
+
+
+def test_a_connectors_own_name_of_a_common_property_sets_it(tmp_path):
+    """MongoDB's collection.include.list is table.include.list; saying both differently is an error."""
+    base = "name: m\nconnector.class: mongodb\ntopic.prefix: m\nmongodb.connection.string: mongodb://h/\n"
+    path = tmp_path / "m.yaml"
+    path.write_text(base + "collection.include.list: shop\\.orders\n")
+    assert [p.pattern for p in load_config(path).get("table.include.list")] == ["shop\\.orders"]
+    path.write_text(base + "collection.include.list: shop\\.orders\ntable.include.list: shop\\.other\n")
+    with pytest.raises(ConfigError, match="collection.include.list"):
+        load_config(path)
+    path.write_text(base)  # and MongoDB needs no database.hostname, which is required of others
+    assert load_config(path).get("database.hostname") is None

@@ -203,3 +203,18 @@ def test_a_vitess_connector_file_gets_its_streamer_and_backfill_dags(tmp_path):
     )
     result = import_dags({"TIDEMARK_CONNECTORS_DIR": str(tmp_path)})
     assert any("vitess.keyspace" in e for e in result["errors"].values())
+
+
+def test_a_mongodb_connector_file_gets_its_streamer_and_backfill_dags(tmp_path):
+    (tmp_path / "docs.yaml").write_text(
+        "name: docs\nconnector.class: mongodb\ntopic.prefix: docs\n"
+        "mongodb.connection.string: mongodb://127.0.0.1:27017/?replicaSet=rs0\n"
+        "signal.data.collection: shop.debezium_signal\n"
+        "airflow.backfill.tables: shop.orders:placed_at\nairflow.backfill.start.date: '2026-11-01'\n"
+    )
+    result = import_dags({"TIDEMARK_CONNECTORS_DIR": str(tmp_path)})
+    assert result["errors"] == {}
+    assert {"tidemark_stream_docs", "tidemark_backfill_docs", "tidemark_snapshot"} <= set(result["dags"])
+    (tmp_path / "docs.yaml").write_text("name: docs\nconnector.class: mongodb\ntopic.prefix: docs\n")
+    result = import_dags({"TIDEMARK_CONNECTORS_DIR": str(tmp_path)})
+    assert any("mongodb.connection.string" in e for e in result["errors"].values())

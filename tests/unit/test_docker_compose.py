@@ -106,4 +106,6 @@ def test_the_connector_files_for_the_stacks_servers_are_valid():
     published = yaml.safe_dump(yaml.safe_load((ROOT / "docker-compose.yml").read_text()))
     for path in files:
         config = load_config(path, environ={})
-        assert f"127.0.0.1:{config.get('database.port')}" in published, path.name
+        uri = config.values.get("mongodb.connection.string")  # MongoDB's address is its URI's
+        address = uri.split("//")[1].split("/")[0] if uri else f"127.0.0.1:{config.get('database.port')}"
+        assert address in published, path.name

@@ -65,11 +65,13 @@ PROPERTIES: list[Property] = [
         "collection.include.list",
         "regex-list",
         description="Collections to capture, `db.collection` (anchored regexes); the same as table.include.list.",
+        alias_of="table.include.list",
     ),
     Property(
         "collection.exclude.list",
         "regex-list",
         description="Collections not to capture, `db.collection`; the same as table.exclude.list.",
+        alias_of="table.exclude.list",
     ),
     Property(
         "cursor.max.await.time.ms",

@@ -320,6 +320,8 @@ class Dispatcher:
             # The key fields' Connect schemas: the merge turns the excluded keys (event
             # values) into the staged columns' types with them, as it does an event's row.
             "key_schema": [mapping.schema for _, mapping in mappings],
+            # A document collection's staged document is its JSON text; Delta holds a VARIANT.
+            "documents": schema.documents,
             "excluded_keys": excluded,
             "source": item.source,
             "ts_ms": item.ts_ms,

@@ -15,13 +15,14 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from cdc_core.events.ordering import OrderKey
 from spark_jobs.merge import connect_types
+from spark_jobs.merge.records import DOCUMENT, DOCUMENT_FIELDS
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Release:
     ts_ms: int
     rows: int  # staged in the window (before the excluded keys are left out)
     key_schema: tuple[dict[str, Any], ...] | None = None  # the key fields' Connect schemas
+    documents: bool = False  # a document collection's window: its document is JSON text
 
     def excluded_values(self) -> list[tuple[Any, ...]]:
         """The excluded keys as the values their Delta (and lakehouse-staged) columns hold:
@@ -69,6 +71,7 @@ def parse_release(value: str) -> Release:
             int(payload.get("ts_ms") or 0),
             int(payload.get("rows") or 0),
             tuple(payload["key_schema"]) if payload.get("key_schema") is not None else None,
+            bool(payload.get("documents", False)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TidemarkError(f"a snapshot release record is incomplete ({exc!r}): {value[:300]}") from None
@@ -92,10 +95,19 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
     staged = spark.read.option("mergeSchema", "true").parquet(*[r.staged for r in releases])
     columns = staged.columns
     types = {f.name: f.dataType for f in like.fields} if like is not None else {}
-    staged = staged.select(
-        *[F.col(f"`{c}`").cast(types[c]).alias(c) if c in types else F.col(f"`{c}`") for c in columns],
-        F.col("_metadata.file_path").alias("_path"),
+    # A document's staged JSON text lands parsed, as its events' documents do (a cast to
+    # VARIANT would keep the text as one string), whether or not the table exists yet.
+    documents = (
+        {f["field"]: f for f in DOCUMENT_FIELDS if f.get("name") == DOCUMENT} if releases[0].documents else {}
     )
+    documents.update({c: DOCUMENT_FIELDS[1] for c, t in types.items() if isinstance(t, T.VariantType)})
+
+    def landed(c: str) -> Column:
+        if c in documents:
+            return connect_types.convert(F.col(f"`{c}`"), documents[c]).alias(c)
+        return F.col(f"`{c}`").cast(types[c]).alias(c) if c in types else F.col(f"`{c}`")
+
+    staged = staged.select(*[landed(c) for c in columns], F.col("_metadata.file_path").alias("_path"))
     windows = spark.createDataFrame(
         [(p, *r.order, r.txn_id, r.ts_ms) for p, r in zip(paths, releases, strict=True)],
         "_file STRING, _cdc_epoch BIGINT, _cdc_rank BIGINT, _cdc_total_order BIGINT, _cdc_txn_id STRING, _ts BIGINT",

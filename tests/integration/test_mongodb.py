@@ -1,0 +1,248 @@
+"""MongoDB beyond the conformance suite: documents of different shapes and every BSON
+type round-tripped through the stream and a snapshot into Delta (VARIANT) and read back
+equal; `_id`s of mixed types chunked in BSON order; the Spark chunk job in both release
+modes; a `$where` filter refused with nothing run; a resume token the deployment no
+longer has stops the streamer with the way back. Against the MongoDB test server, or a
+real deployment when TIDEMARK_MONGODB_URI is set."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from decimal import Decimal
+
+import pytest
+from bson import Binary, Decimal128, Int64, ObjectId, json_util
+
+from cdc_core.connectors.registry import connector_of
+from cdc_core.signals.sending import send_signal
+from tests.support.snapshots import finished, status
+from tests.support.streamer import connector_file, payloads, start_process, stop_process, wait_for
+
+pytestmark = pytest.mark.integration
+
+SIGNALS = "debezium_signal"
+AS_CLIENT = json_util.JSONOptions(tz_aware=True)  # dates as the test's client reads them
+
+
+@pytest.fixture
+def db(mongodb):
+    name = f"mg_{uuid.uuid4().hex[:10]}"
+    client = mongodb.client()
+    client[name].create_collection(SIGNALS)
+    yield client[name]
+    client.drop_database(name)
+    client.close()
+
+
+def connector(mongodb, directory, database: str, extra: dict | None = None):
+    return connector_file(
+        directory,
+        database,
+        {
+            "connector.class": "mongodb",
+            "mongodb.connection.string": mongodb.uri,
+            "database.user": None,
+            "capture.scope": "database",
+            "capture.target": database,
+            "signal.data.collection": f"{database}.{SIGNALS}",
+            **(extra or {}),
+        },
+    )
+
+
+def signal(c, signal_id: str, data: dict) -> None:
+    config = c.config()
+    send_signal(connector_of(config), config, signal_id, "execute-snapshot", data)
+
+
+def synced(db, c, collection: str = "marker") -> None:
+    marker = ObjectId()
+    db[collection].insert_one({"_id": marker})
+    wanted = json_util.dumps(marker)
+    topic = f"{c.prefix}.{db.name}.{collection}"
+    wait_for(lambda: any(wanted in (e["after"] or "") for e in payloads(c, topic)), 60, message="sync")
+
+
+def finish(db, c, proc, signal_id: str) -> None:
+    """Wait for the snapshot and everything streamed until now, then stop the streamer."""
+    wait_for(lambda: finished(c, signal_id) is not None, 120, interval=0.3, message="the snapshot")
+    synced(db, c)
+    assert stop_process(proc) == 0
+
+
+def delta_documents(spark, root: str, table: str) -> dict:
+    """`_id` → document of a Delta table, both read back as BSON values."""
+    from spark_jobs.merge.delta_apply import live_rows
+
+    out = {}
+    for row in live_rows(spark, f"{root}/{table}").collect():
+        key = json_util.dumps(json_util.loads(row["_id"], json_options=AS_CLIENT))
+        out[key] = json_util.loads(row["document"].toJson(), json_options=AS_CLIENT)
+    return out
+
+
+def typed_document(i: int) -> dict:
+    """Every BSON type the connector maps, nested in documents and arrays."""
+    return {
+        "_id": i,
+        "oid": ObjectId(f"{i:024x}"),
+        "long": Int64(2**53 + i),
+        "int": i,
+        "double": i + 0.25,
+        "decimal": Decimal128(Decimal(f"{i}.10")),
+        "when": dt.datetime(2024, 2, 29, 12, 0, 0, 123000, tzinfo=dt.UTC),
+        "bytes": Binary(bytes([i % 256, 0, 255]), 0),
+        "uuid": Binary.from_uuid(uuid.UUID(int=i)),
+        "flag": i % 2 == 0,
+        "none": None,
+        "nested": {"list": [1, "two", {"three": Int64(3)}], "empty": {}},
+    }
+
+
+def test_documents_of_every_shape_and_type_land_in_delta_and_read_back_equal(mongodb, db, tmp_path, spark):
+    from spark_jobs.delta_merge import run_local
+
+    docs = db["docs"]
+    docs.insert_many([typed_document(i) for i in range(40)])  # before capture: the snapshot brings them
+    c = connector(mongodb, tmp_path / "connector", db.name, {"incremental.snapshot.chunk.size": 7})
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        signal(c, "snap-1", {"data-collections": [f"{db.name}.docs"]})
+        docs.insert_one({"_id": 100, "shape": "another", "tags": ["a", "b"]})  # a different shape
+        docs.insert_one(typed_document(101))
+        docs.update_one({"_id": 3}, {"$set": {"nested.list.0": 99, "added": "x"}, "$unset": {"none": ""}})
+        docs.replace_one({"_id": 4}, {"only": "this"})
+        docs.delete_one({"_id": 5})
+        finish(db, c, proc, "snap-1")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    root = str(tmp_path / "delta")
+    run_local(spark, c.config(), root, str(tmp_path / "checkpoint"))
+    merged = delta_documents(spark, root, f"{db.name}.docs")
+    source = {json_util.dumps(d["_id"]): d for d in docs.find()}
+    assert sorted(merged) == sorted(source)
+    for key, document in source.items():
+        assert merged[key] == document, key  # every BSON type back as it was (Int64 stays Int64)
+    assert isinstance(merged["7"]["long"], Int64) and isinstance(merged["7"]["decimal"], Decimal128)
+
+
+def test_mixed_id_types_are_chunked_in_bson_order_each_document_once(mongodb, db, tmp_path):
+    ids = [None, -5, 2.5, 7, Int64(10), "a", "b", "zz", {"k": 1}, {"k": 2}, Binary(b"\x01", 0), ObjectId()]
+    ids += [False, True, dt.datetime(2020, 1, 1, tzinfo=dt.UTC), dt.datetime(2021, 1, 1, tzinfo=dt.UTC)]
+    db["mixed"].insert_many([{"_id": v, "n": i} for i, v in enumerate(ids)])
+    c = connector(mongodb, tmp_path, db.name, {"incremental.snapshot.chunk.size": 3})
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        signal(c, "snap-mixed", {"data-collections": [f"{db.name}.mixed"]})
+        wait_for(lambda: finished(c, "snap-mixed") is not None, 60, interval=0.3, message="the snapshot")
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reads = [e for e in payloads(c, f"{c.prefix}.{db.name}.mixed") if e["op"] == "r"]
+    got = [json_util.loads(e["after"], json_options=AS_CLIENT)["_id"] for e in reads]
+    in_server_order = [d["_id"] for d in db["mixed"].find().sort("_id", 1)]
+    assert got == in_server_order  # every document once, in the order MongoDB sorts `_id`s
+    assert finished(c, "snap-mixed")["tables"][0]["windows_done"] >= len(ids) // 3
+
+
+@pytest.mark.parametrize("release", ["stream", "lakehouse"])
+def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(mongodb, db, tmp_path, spark, release):
+    from spark_jobs.delta_merge import run_local
+    from spark_jobs.incremental_snapshot import main as chunk_job
+
+    db["items"].insert_many([{"_id": i, "v": i % 7, "label": f"row {i}"} for i in range(1200)])
+    # no change while captured: its table is created from the released windows alone
+    db["quiet"].insert_many([{"_id": f"q{i}", "at": dt.datetime(2025, 1, i + 1)} for i in range(20)])
+    c = connector(mongodb, tmp_path / "connector", db.name)
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        data = {
+            "data-collections": [f"{db.name}.items", f"{db.name}.quiet"],
+            "tidemark.reader": "spark",
+            "tidemark.chunk-size": 150,
+            "tidemark.release": release,
+        }
+        signal(c, "spark-1", data)
+        db["items"].update_one({"_id": 3}, {"$set": {"v": 100}})  # while the job reads
+        db["items"].delete_one({"_id": 4})
+        args = ["--config", str(c.path), "--staging", str(tmp_path / "staging"), "--parallelism", "2"]
+        assert chunk_job([*args, "--signal", "spark-1"]) == 0
+        finish(db, c, proc, "spark-1")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    windows = {t["table"]: (t["windows_done"], t["windows_total"]) for t in finished(c, "spark-1")["tables"]}
+    assert windows == {f"{db.name}.items": (8, 8), f"{db.name}.quiet": (1, 1)}
+    root = str(tmp_path / "delta")
+    run_local(spark, c.config(), root, str(tmp_path / "checkpoint"))
+    for name in ("items", "quiet"):
+        merged = delta_documents(spark, root, f"{db.name}.{name}")
+        assert merged == {json_util.dumps(d["_id"]): d for d in db[name].find()}, name
+
+
+def test_a_where_filter_is_refused_and_nothing_runs(mongodb, db, tmp_path):
+    db["t"].insert_many([{"_id": i, "v": i} for i in range(10)])
+    c = connector(mongodb, tmp_path, db.name)
+    proc = start_process(c)
+    hostile = [
+        '{"$where": "sleep(1000) || true"}',
+        "$where = 'function() { return true }'",
+        "v > 0 OR this.v = 1",
+        "v = 1; db.t.drop()",
+    ]
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        for n, text in enumerate(hostile):
+            filters = [{"data-collection": f"{db.name}.t", "filter": text}]
+            signal(c, f"bad-{n}", {"data-collections": [f"{db.name}.t"], "additional-conditions": filters})
+        wait_for(
+            lambda: len((status(c).get("snapshots") or {}).get("failed_signals", [])) >= len(hostile),
+            60,
+            message="every hostile signal refused",
+        )
+        db["t"].update_one({"_id": 1}, {"$set": {"v": 50}})  # streaming goes on
+        wait_for(lambda: any(e["op"] == "u" for e in payloads(c, f"{c.prefix}.{db.name}.t")), 60)
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert db["t"].count_documents({}) == 10
+    assert not [e for e in payloads(c, f"{c.prefix}.{db.name}.t") if e["op"] == "r"]
+
+
+def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mongodb, tmp_path):
+    """The test server keeps its history in memory: restarted, it no longer has the
+    connector's token (as a real oplog that rolled over), and says so (code 286)."""
+    if mongodb.real:
+        pytest.skip("needs a deployment the test can restart empty (the MongoDB test server)")
+    client = mongodb.client()
+    name = f"mg_{uuid.uuid4().hex[:10]}"
+    client[name]["t"].insert_one({"_id": 0})
+    c = connector(mongodb, tmp_path, name)
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        client[name]["t"].insert_one({"_id": 1})
+        wait_for(lambda: len(payloads(c, f"{c.prefix}.{name}.t")) >= 1, 60, message="the event")
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        client.close()
+    mongodb.kill()
+    mongodb.start()  # an empty deployment on the same address
+    try:
+        proc = start_process(c)
+        proc.wait(90)
+        assert proc.returncode != 0
+        text = c.path.with_suffix(".log").read_text()
+        assert "resume token" in text and "snapshot" in text, text[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -217,3 +217,50 @@ def test_a_reshard_gives_the_new_shards_an_epoch_above_their_parent():
         ],
     )
     assert sibling.epoch == 4
+
+
+def test_a_copy_cut_between_tables_resumes_with_the_tables_a_shard_has_not_begun():
+    """VTGate's VGTID shows a shard that finished one table and has not begun the next
+    with a GTID and no `table_p_ks`, which VStream reads as "copy done": the offsets name
+    the tables still to begin, and the resumed request asks for each from its first row."""
+    from cdc_core.connectors.vitess.copy_progress import CopyProgress
+
+    copying = Vgtid((ShardGtid("ks", "-80", ""), ShardGtid("ks", "80-", "")))
+    a = EventAssembler("srv", "ks", copying, {}, {}, q.Type.Name, copy=CopyProgress(("aaa", "items")))
+
+    def empty_table(shard: str, gtid: dict) -> list:  # [BEGIN, FIELD], [VGTID], [BEGIN, VGTID, COMMIT]
+        field = bd.FieldEvent(
+            table_name="ks.aaa", fields=[q.Field(name="id", type=q.INT64, flags=3)], shard=shard
+        )
+        return [
+            bd.VEvent(type=T.BEGIN, shard=shard),
+            bd.VEvent(type=T.FIELD, field_event=field, shard=shard),
+            bd.VEvent(type=T.VGTID, vgtid=vgtid(**gtid)),
+            bd.VEvent(type=T.BEGIN, shard=shard),
+            bd.VEvent(type=T.VGTID, vgtid=vgtid(**gtid)),
+            bd.VEvent(type=T.COMMIT, shard=shard),
+        ]
+
+    items = feed(a, empty_table("-80", {"-80": "MariaDB/0-11-5", "80-": ""}))
+    items += feed(a, empty_table("80-", {"-80": "MariaDB/0-11-5", "80-": "MariaDB/0-12-7"}))
+    assert [type(i).__name__ for i in items].count("SchemaChange") == 1  # carried into the batch
+    offset = items[-1].position
+    assert offset["copy"] == {
+        "tables": ["aaa", "items"],
+        "started": {"-80": ["aaa"], "80-": ["aaa"]},
+        "done": [],
+    }
+    resumed = EventAssembler(
+        "srv", "ks", Vgtid.from_json(offset["vgtid"]), {}, {}, q.Type.Name,
+        copy=CopyProgress.from_json(offset["copy"]),
+    )  # fmt: skip
+    request = resumed.request(resumed.vgtid)
+    assert [(s.shard, s.gtid, s.table_p_ks) for s in request.shards] == [
+        ("-80", "MariaDB/0-11-5", ({"table_name": "items"},)),
+        ("80-", "MariaDB/0-12-7", ({"table_name": "items"},)),
+    ]
+    # a shard whose copy completed asks for nothing more; the last COPY_COMPLETED ends it all
+    feed(resumed, [bd.VEvent(type=T.COPY_COMPLETED, keyspace="ks", shard="-80")])
+    assert [s.table_p_ks for s in resumed.request(resumed.vgtid).shards] == [(), ({"table_name": "items"},)]
+    feed(resumed, [bd.VEvent(type=T.COPY_COMPLETED)])
+    assert resumed.request(resumed.vgtid) == resumed.vgtid and "copy" not in resumed.position()

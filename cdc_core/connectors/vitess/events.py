@@ -8,7 +8,8 @@ so a transaction is gathered whole and then handed on as `TransactionBegin`, its
 `TransactionCommit`.
 
 Positions (what offsets hold) are `{"vgtid", "epochs"}`: the VGTID (every shard's GTID
-set, and the copy phase's progress) and each shard's epoch. A transaction's restart
+set, and the copy phase's progress) and each shard's epoch; while the copy phase runs,
+also `copy`, the tables it has still to start per shard (`copy_progress.py`). A transaction's restart
 position also names its shard, so that a restart inside it can read that shard's next
 transaction first, as it was delivered before (see `source.VitessSource`).
 
@@ -27,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cdc_core.connectors.vitess.copy_progress import CopyProgress
 from cdc_core.connectors.vitess.fields import PRI_KEY, Decoder, column_of_field, decode_row, decoder
 from cdc_core.connectors.vitess.positions import inherited_epoch, is_real, next_epoch, parse_position
 from cdc_core.connectors.vitess.source_info import source_block
@@ -64,6 +66,7 @@ class _Transaction:
     before: Vgtid
     rows: list[_Row | SchemaChange] = field(default_factory=list)
     journal: Any = None
+    copy: CopyProgress | None = None  # the copy phase's progress before the transaction
 
 
 class EventAssembler:
@@ -78,6 +81,7 @@ class EventAssembler:
         tables: dict[TableId, TableSchema],
         type_names: Any,
         schema_seq: int = 0,
+        copy: CopyProgress | None = None,
     ) -> None:
         self.name = name
         self.keyspace = keyspace
@@ -91,6 +95,7 @@ class EventAssembler:
         self._latest: Vgtid | None = None  # the VGTID of the block being gathered
         self.journal: Any = None  # the last reshard journal seen (stop_on_reshard)
         self.copy_completed = False
+        self.copy = copy  # while the copy phase runs: what it has still to start
 
     # ------------------------------------------------------------------ positions
 
@@ -99,11 +104,21 @@ class EventAssembler:
         """A reshard journal was seen and everything up to it is committed."""
         return self.journal is not None and self._txn is None
 
-    def position(self, vgtid: Vgtid | None = None, shard: str | None = None) -> dict[str, Any]:
+    def position(
+        self, vgtid: Vgtid | None = None, shard: str | None = None, copy: CopyProgress | None = None
+    ) -> dict[str, Any]:
         position: dict[str, Any] = {"vgtid": (vgtid or self.vgtid).to_json(), "epochs": dict(self.epochs)}
         if shard is not None:
             position["shard"] = shard
+        copy = copy or self.copy
+        if copy is not None:
+            position["copy"] = copy.to_json()
         return position
+
+    def request(self, vgtid: Vgtid) -> Vgtid:
+        """The VGTID to ask VStream for: `vgtid`, plus the tables the copy phase has still
+        to start on shards past their start (a VGTID alone would skip them)."""
+        return vgtid if self.copy is None else self.copy.request(vgtid)
 
     def _vgtid_event(self, message: Any, partial: bool) -> None:
         """A VGTID event holds every streamed shard's position; while one shard alone is
@@ -125,10 +140,13 @@ class EventAssembler:
             self._vgtid_event(event.vgtid, partial)
             return []
         if kind == types.BEGIN:
-            if self._txn is not None and self._txn.rows:
+            if self._txn is not None and any(isinstance(r, _Row) for r in self._txn.rows):
                 raise TidemarkError(f"VStream sent BEGIN inside a transaction of shard {self._txn.shard}")
-            # (a copy batch of an empty table is `BEGIN, FIELD` then `BEGIN, VGTID, COMMIT`)
-            self._txn = _Transaction(event.shard, self.vgtid)
+            # (a copy batch of an empty table is `BEGIN, FIELD` then `BEGIN, VGTID, COMMIT`:
+            # the table's definition goes on into the second)
+            carried = self._txn.rows if self._txn is not None else []
+            before = self._txn.copy if self._txn is not None else (self.copy and self.copy.copy())
+            self._txn = _Transaction(event.shard, self.vgtid, list(carried), copy=before)
             return []
         if kind == types.FIELD:
             change = self._field(event.field_event)
@@ -151,7 +169,10 @@ class EventAssembler:
                 self._txn.journal = event.journal
             return []
         if kind == types.COPY_COMPLETED:
+            if event.keyspace and self.copy is not None:
+                self.copy.completed(event.shard)
             if not event.keyspace:
+                self.copy = None
                 self.copy_completed = True
                 log.info("VStream copy phase completed on every shard")
             return []
@@ -167,6 +188,8 @@ class EventAssembler:
             key = known.primary_key  # the index order the snapshot session read
         schema = TableSchema(table_id, columns, key)
         self._decoding[(message.shard, table)] = (schema, [decoder(c) for c in columns])
+        if self.copy is not None:
+            self.copy.begun(message.shard, table)
         if known is not None and known.columns == schema.columns and known.primary_key == schema.primary_key:
             return None
         self.tables[table_id] = schema
@@ -218,7 +241,7 @@ class EventAssembler:
             epoch = next_epoch(self.epochs[shard], previous, entry.gtid)
         else:  # a shard new to the stream (a reshard): after every shard it overlaps
             epoch = inherited_epoch(shard, self.epochs)
-        restart = self.position(txn.before, shard)
+        restart = self.position(txn.before, shard, txn.copy)
         # (Shards a reshard replaced keep their epochs: each new shard inherits from them
         # at its own first transaction, which may come long after its sibling's.)
         self.epochs[shard] = epoch

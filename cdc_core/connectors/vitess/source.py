@@ -22,6 +22,7 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.vitess import source_info
+from cdc_core.connectors.vitess.copy_progress import CopyProgress
 from cdc_core.connectors.vitess.events import EventAssembler
 from cdc_core.connectors.vitess.positions import COPY, CURRENT
 from cdc_core.connectors.vitess.session import VitessSession
@@ -96,12 +97,14 @@ class VitessSource:
             if offset.get("in_txn") and position.get("shard"):
                 self._first_shard = position["shard"]
             schema_seq = int(offset.get("schema_seq", 0))
+            copy = CopyProgress.from_json(position.get("copy"))
         else:
             vgtid, epochs, schema_seq = self._start_vgtid(), {}, 0
+            copy = CopyProgress(tuple(sorted(t.table for t in tables))) if vgtid.copying() else None
         self._channel = open_channel(self.settings)
         type_names = pb.query.Type.Name
         self.assembler = EventAssembler(
-            self.name, self.keyspace, vgtid, epochs, tables, type_names, schema_seq
+            self.name, self.keyspace, vgtid, epochs, tables, type_names, schema_seq, copy
         )
 
     def _start_vgtid(self) -> Vgtid:
@@ -141,9 +144,9 @@ class VitessSource:
         if self._first_shard is not None:
             shard, self._first_shard = self._first_shard, None
             log.info("resuming inside a transaction of shard %s: reading it alone first", shard)
-            yield from self._stream(self.assembler.vgtid.only(shard), partial=True)
+            yield from self._stream(self.assembler.request(self.assembler.vgtid.only(shard)), partial=True)
         if not self._stop.is_set():
-            yield from self._stream(self.assembler.vgtid, partial=False)
+            yield from self._stream(self.assembler.request(self.assembler.vgtid), partial=False)
 
     def _stream(self, vgtid: Vgtid, partial: bool) -> Iterator[list[LogItem]]:
         """One VStream call. `partial`: one shard alone, up to its first transaction's end."""

@@ -317,15 +317,23 @@ class Streamer:
 
     def _read(self, source: Source, batches: queue.Queue[Any]) -> None:
         try:
-            for batch in source.read():
-                while not self._stop.is_set():
-                    try:
-                        batches.put(batch, timeout=0.5)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
-                    return
+            for whole in source.read():
+                # A source hands on a transaction at once when its position comes at its end
+                # (Vitess): cut into batches, it is serialized and sent as the queue allows.
+                parts = (
+                    [whole]
+                    if len(whole) <= self.batch_size
+                    else [whole[i : i + self.batch_size] for i in range(0, len(whole), self.batch_size)]
+                )
+                for batch in parts:
+                    while not self._stop.is_set():
+                        try:
+                            batches.put(batch, timeout=0.5)
+                            break
+                        except queue.Full:
+                            continue
+                    if self._stop.is_set():
+                        return
         except BaseException as exc:  # handed to the main thread, which decides
             self._put_last(batches, _Failure(exc))
             return

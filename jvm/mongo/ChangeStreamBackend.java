@@ -34,7 +34,8 @@ import java.util.Set;
  * getMore never waits (maxTimeMS/awaitData are ignored: an idle stream returns an empty
  * batch at once).</li>
  * <li>multi-document transactions (lsid, txnNumber, autocommit: false; commitTransaction,
- * abortTransaction): see {@link ChangeStreamOplog}. No isolation: the writes apply at once.</li>
+ * abortTransaction): see {@link ChangeStreamTransactions}. No isolation: the writes apply
+ * at once.</li>
  * <li>change events for findAndModify, dropDatabase and renameCollection, which the base
  * server does not pass to its oplog; collMod answers ok to any option (e.g.
  * changeStreamPreAndPostImages) of an existing collection and changes nothing.</li>
@@ -128,10 +129,10 @@ public class ChangeStreamBackend extends MemoryBackend {
             case "hello":
                 return hello(channel, db, name.equals("hello"), query);
             case "committransaction":
-                changeStreams.commit(query);
+                changeStreams.transactions.commit(query);
                 return ok();
             case "aborttransaction":
-                changeStreams.abort(query);
+                changeStreams.transactions.abort(query);
                 return ok();
             case "aggregate":
                 if (isChangeStream(query)) {
@@ -143,9 +144,9 @@ public class ChangeStreamBackend extends MemoryBackend {
             default:
                 break;
         }
-        ChangeStreamOplog.Txn txn = changeStreams.transactionOf(name, query);
+        ChangeStreamTransactions.Txn txn = changeStreams.transactions.transactionOf(name, query);
         if (txn != null) {
-            changeStreams.setCurrent(txn);
+            changeStreams.transactions.setCurrent(txn);
         }
         try {
             switch (name) {
@@ -160,7 +161,7 @@ public class ChangeStreamBackend extends MemoryBackend {
             }
         } finally {
             if (txn != null) {
-                changeStreams.clearCurrent();
+                changeStreams.transactions.clearCurrent();
             }
         }
     }
@@ -269,9 +270,9 @@ public class ChangeStreamBackend extends MemoryBackend {
             stages = Aggregation.fromPipeline(pipeline.subList(1, pipeline.size()), this::resolveDatabase,
                 resolveDatabase(db), null, changeStreams);
         }
-        ChangeStreamCursor cursor = changeStreams.open(scopeDb, scopeColl, replyNs, spec, stages);
-        ChangeStreamOplog.Batch batch = changeStreams.nextBatch(cursor,
-            ChangeStreamOplog.firstBatchSize((Document) cursorOption), true);
+        ChangeStreamCursor cursor = changeStreams.batches.open(scopeDb, scopeColl, replyNs, spec, stages);
+        ChangeStreamBatches.Batch batch = changeStreams.batches.nextBatch(cursor,
+            ChangeStreamBatches.firstBatchSize((Document) cursorOption), true);
         if (batch.finished) {
             getCursorRegistry().remove(cursor);
         }
@@ -294,14 +295,14 @@ public class ChangeStreamBackend extends MemoryBackend {
         ChangeStreamCursor stream = (ChangeStreamCursor) cursor;
         Object batchSize = query.get("batchSize");
         int limit = batchSize instanceof Number ? ((Number) batchSize).intValue() : 0;
-        ChangeStreamOplog.Batch batch = changeStreams.nextBatch(stream, limit);
+        ChangeStreamBatches.Batch batch = changeStreams.batches.nextBatch(stream, limit);
         if (batch.finished) {
             getCursorRegistry().remove(stream);
         }
         return cursorReply("nextBatch", stream.replyNs, batch, batch.finished ? 0L : stream.getId());
     }
 
-    private static Document cursorReply(String key, String ns, ChangeStreamOplog.Batch batch, long id) {
+    private static Document cursorReply(String key, String ns, ChangeStreamBatches.Batch batch, long id) {
         Document cursor = new Document(key, batch.documents)
             .append("postBatchResumeToken", batch.postBatchResumeToken)
             .append("id", id)

@@ -5,10 +5,11 @@ import de.bwaldvogel.mongo.bson.Document;
 import java.util.List;
 
 /**
- * One open change stream (see {@link ChangeStreamOplog}): its scope, its options, and
- * where it is in the event log. Registered in the backend's shared CursorRegistry, so
- * killCursors finds it; getMore on it is answered by {@link ChangeStreamBackend} (which
- * adds postBatchResumeToken). All fields are guarded by the oplog's lock.
+ * One open change stream (see {@link ChangeStreamBatches}): its scope, its options, and
+ * where it is in the event log ({@link ChangeEventLog}). Registered in the backend's
+ * shared CursorRegistry, so killCursors finds it; getMore on it is answered by
+ * {@link ChangeStreamBackend} (which adds postBatchResumeToken). All fields are guarded by
+ * the oplog's lock.
  */
 final class ChangeStreamCursor extends AbstractCursor {
 
@@ -24,22 +25,22 @@ final class ChangeStreamCursor extends AbstractCursor {
     final String fullDocumentBeforeChange;
     /** The pipeline stages after $changeStream, or null when there are none. */
     final Aggregation stages;
-    private final ChangeStreamOplog oplog;
+    private final ChangeStreamBatches batches;
 
-    /** Index in the oplog's event list of the next event to look at. */
+    /** Index in the event log of the next event to look at. */
     int position;
     /** The resume token of the last event scanned (postBatchResumeToken). */
     long tokenTs;
     long tokenIdx;
     boolean tokenInvalidate;
     /** An invalidating event was returned: the invalidate comes next, then the end. */
-    ChangeStreamOplog.Event invalidator;
+    ChangeEvent invalidator;
     boolean finished;
 
-    ChangeStreamCursor(long id, ChangeStreamOplog oplog, String db, String coll, String replyNs,
+    ChangeStreamCursor(long id, ChangeStreamBatches batches, String db, String coll, String replyNs,
                        String fullDocument, String fullDocumentBeforeChange, Aggregation stages) {
         super(id);
-        this.oplog = oplog;
+        this.batches = batches;
         this.db = db;
         this.coll = coll;
         this.replyNs = replyNs;
@@ -49,7 +50,7 @@ final class ChangeStreamCursor extends AbstractCursor {
     }
 
     /** Whether the event belongs to this stream's scope. */
-    boolean matches(ChangeStreamOplog.Event event) {
+    boolean matches(ChangeEvent event) {
         if (db == null) {
             return true;
         }
@@ -63,7 +64,7 @@ final class ChangeStreamCursor extends AbstractCursor {
     }
 
     /** Whether the event (already known to match) ends this stream. */
-    boolean invalidatedBy(ChangeStreamOplog.Event event) {
+    boolean invalidatedBy(ChangeEvent event) {
         if (db == null) {
             return false;
         }
@@ -81,6 +82,6 @@ final class ChangeStreamCursor extends AbstractCursor {
     /** Used only if the base server's own aggregate/getMore code reaches this cursor. */
     @Override
     public List<Document> takeDocuments(int numberToReturn) {
-        return oplog.nextBatch(this, numberToReturn).documents;
+        return batches.nextBatch(this, numberToReturn).documents;
     }
 }

@@ -1,0 +1,48 @@
+"""The streamer's memory bound holds for a source that hands on a large transaction at
+once (Vitess gives a transaction's position only at its end): what reaches the pipeline
+comes in batches of at most `max.batch.size`, in order, nothing lost or repeated."""
+
+from __future__ import annotations
+
+import queue
+
+from cdc_core.config.connector_config import load_config
+from cdc_core.pipeline.streamer import Streamer
+
+CONFIG = """
+name: shop
+connector.class: mysql
+topic.prefix: shop
+database.hostname: 127.0.0.1
+database.user: tidemark
+database.server.id: 5401
+max.batch.size: 100
+max.queue.size: 400
+"""
+
+
+class OneTransactionSource:
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+
+    def read(self):
+        n = 0
+        for size in self.sizes:
+            yield list(range(n, n + size))
+            n += size
+
+
+def test_a_transaction_handed_on_whole_reaches_the_pipeline_in_bounded_batches(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(CONFIG)
+    streamer = Streamer(load_config(path, environ={"TIDEMARK_DB_PASSWORD": "x"}))
+    batches: queue.Queue = queue.Queue()
+    streamer._read(OneTransactionSource([0, 30, 2_550, 100]), batches)
+    got = []
+    while not batches.empty():
+        got.append(batches.get())
+    *parts, end = got
+    assert not isinstance(end, list)  # the end of the source
+    assert max(len(p) for p in parts) == 100
+    assert [i for p in parts for i in p] == list(range(2_680))
+    assert [len(p) for p in parts][:2] == [0, 30]  # smaller ones pass as they are

@@ -1,5 +1,6 @@
 import de.bwaldvogel.mongo.MongoServer;
 import de.bwaldvogel.mongo.MongoVersion;
+import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 
 import java.util.Arrays;
 import java.util.List;
@@ -15,8 +16,15 @@ import java.util.concurrent.CountDownLatch;
  * not emulated: no transaction isolation, no awaitData, resume tokens not in MongoDB's
  * format, history kept in memory from server start).
  *
- * <p>Usage: MongoTestServer PORT [HOST]. Prints "READY mongodb://HOST:PORT" once
- * listening; runs until killed. Connect with that exact host:port (the replica set's
+ * <p>With --stock it serves mongo-java-server's own {@link MemoryBackend} instead (its
+ * oplog enabled, the same 6.0 wire version, a standalone server: connect with
+ * ?directConnection=true). That is for the canary tests
+ * (tests/integration/test_mongo_java_server_faults.py), which pin the stock server's
+ * change-stream faults that the layer above exists for, so they fail once a release of
+ * mongo-java-server fixes one and that part of the layer can go.
+ *
+ * <p>Usage: MongoTestServer PORT [HOST [--stock]]. Prints "READY mongodb://HOST:PORT"
+ * once listening; runs until killed. Connect with that exact host:port (the replica set's
  * member name) and either ?replicaSet=rs0 or ?directConnection=true.
  */
 public final class MongoTestServer {
@@ -25,7 +33,11 @@ public final class MongoTestServer {
     public static void main(String[] args) throws Exception {
         int port = Integer.parseInt(args[0]);
         String host = args.length > 1 ? args[1] : "127.0.0.1";
-        ChangeStreamBackend backend = new ChangeStreamBackend(host + ":" + port);
+        boolean stock = args.length > 2 && args[2].equals("--stock");
+        if (args.length > 3 || (args.length > 2 && !stock)) {
+            throw new IllegalArgumentException("usage: MongoTestServer PORT [HOST [--stock]]");
+        }
+        MemoryBackend backend = stock ? new MemoryBackend() : new ChangeStreamBackend(host + ":" + port);
         backend.version(new MongoVersion() {
             @Override
             public List<Integer> getVersionArray() {

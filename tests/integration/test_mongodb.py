@@ -216,6 +216,24 @@ def test_a_where_filter_is_refused_and_nothing_runs(mongodb, db, tmp_path):
     assert not [e for e in payloads(c, f"{c.prefix}.{db.name}.t") if e["op"] == "r"]
 
 
+def test_writes_while_a_streamer_that_saw_no_event_is_down_are_captured_after_its_restart(
+    mongodb, db, tmp_path
+):
+    c = connector(mongodb, tmp_path, db.name)
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "offsets.json").exists(), 30, message="a first offset")
+        assert stop_process(proc) == 0
+        db["quiet"].insert_many([{"_id": i} for i in range(3)])  # nothing runs
+        proc = start_process(c)
+        topic = f"{c.prefix}.{db.name}.quiet"
+        wait_for(lambda: len(payloads(c, topic)) == 3, 30, message="the writes made while it was down")
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mongodb, tmp_path):
     """The test server keeps its history in memory: restarted, it no longer has the
     connector's token (as a real oplog that rolled over), and says so (code 286)."""

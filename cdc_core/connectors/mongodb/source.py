@@ -26,7 +26,7 @@ from cdc_core.errors import PositionLostError, SourceUnavailableError, TidemarkE
 from cdc_core.filters import TableFilter
 from cdc_core.schema.history import SchemaHistory
 from cdc_core.schema.model import Column, TableId, TableSchema
-from cdc_core.source import LogItem, SourceStatus
+from cdc_core.source import LogItem, PositionAdvance, SourceStatus
 
 log = logging.getLogger("tidemark.mongodb")
 
@@ -89,6 +89,12 @@ class MongoSource:
         position = dict(offset["source"]) if offset else None
         if position and position.get("resume_token"):
             self._resume_after = position["resume_token"]
+        elif position and position.get("sec") is not None:
+            # Started before and stopped before any event: from that start again, so
+            # nothing written while it was down is skipped.
+            from bson import Timestamp
+
+            self._start_at = Timestamp(int(position["sec"]), int(position.get("ord") or 0))
         else:
             self._start_at = self._cluster_time_now()
             position = {"sec": self._start_at.time, "ord": self._start_at.inc, "epoch": 0}
@@ -142,6 +148,9 @@ class MongoSource:
                 stream = self._watch({"resume_after": self._resume_after})
             else:
                 stream = self._watch({"start_at_operation_time": self._start_at})
+                # The start is committed before any event: a restart, however soon, goes
+                # on from here rather than from its own "now".
+                yield [PositionAdvance(dict(self.assembler.position), int(time.time() * 1000))]
             while not self._stop.is_set():
                 batch: list[LogItem] = []
                 deadline = time.monotonic() + 0.5

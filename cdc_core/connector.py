@@ -121,6 +121,10 @@ class Connector(Protocol):
         """An offset's source position as people read it (logs, `tidemark status`)."""
         ...
 
+    def describe_source(self, config: ConnectorConfig) -> str:
+        """Where the source is, as people read it (the status page); never a credential."""
+        ...
+
     def spark_reader(self, config: ConnectorConfig) -> SparkWindowReader | None:
         """The Spark job's JVM window reader, or None (windows are read by Python)."""
         ...

@@ -14,54 +14,23 @@ from decimal import Decimal
 import pytest
 from bson import Binary, Decimal128, Int64, ObjectId, json_util
 
-from cdc_core.connectors.registry import connector_of
-from cdc_core.signals.sending import send_signal
+from tests.support.mongo.capture import (
+    AS_CLIENT,
+    connector,
+    delta_documents,
+    signal,
+    source_documents,
+    synced,
+)
 from tests.support.snapshots import finished, status
-from tests.support.streamer import connector_file, payloads, start_process, stop_process, wait_for
+from tests.support.streamer import payloads, start_process, stop_process, wait_for
 
 pytestmark = pytest.mark.integration
 
-SIGNALS = "debezium_signal"
-AS_CLIENT = json_util.JSONOptions(tz_aware=True)  # dates as the test's client reads them
-
 
 @pytest.fixture
-def db(mongodb):
-    name = f"mg_{uuid.uuid4().hex[:10]}"
-    client = mongodb.client()
-    client[name].create_collection(SIGNALS)
-    yield client[name]
-    client.drop_database(name)
-    client.close()
-
-
-def connector(mongodb, directory, database: str, extra: dict | None = None):
-    return connector_file(
-        directory,
-        database,
-        {
-            "connector.class": "mongodb",
-            "mongodb.connection.string": mongodb.uri,
-            "database.user": None,
-            "capture.scope": "database",
-            "capture.target": database,
-            "signal.data.collection": f"{database}.{SIGNALS}",
-            **(extra or {}),
-        },
-    )
-
-
-def signal(c, signal_id: str, data: dict) -> None:
-    config = c.config()
-    send_signal(connector_of(config), config, signal_id, "execute-snapshot", data)
-
-
-def synced(db, c, collection: str = "marker") -> None:
-    marker = ObjectId()
-    db[collection].insert_one({"_id": marker})
-    wanted = json_util.dumps(marker)
-    topic = f"{c.prefix}.{db.name}.{collection}"
-    wait_for(lambda: any(wanted in (e["after"] or "") for e in payloads(c, topic)), 60, message="sync")
+def db(mongo_db):
+    return mongo_db
 
 
 def finish(db, c, proc, signal_id: str) -> None:
@@ -69,17 +38,6 @@ def finish(db, c, proc, signal_id: str) -> None:
     wait_for(lambda: finished(c, signal_id) is not None, 120, interval=0.3, message="the snapshot")
     synced(db, c)
     assert stop_process(proc) == 0
-
-
-def delta_documents(spark, root: str, table: str) -> dict:
-    """`_id` → document of a Delta table, both read back as BSON values."""
-    from spark_jobs.merge.delta_apply import live_rows
-
-    out = {}
-    for row in live_rows(spark, f"{root}/{table}").collect():
-        key = json_util.dumps(json_util.loads(row["_id"], json_options=AS_CLIENT))
-        out[key] = json_util.loads(row["document"].toJson(), json_options=AS_CLIENT)
-    return out
 
 
 def typed_document(i: int) -> dict:
@@ -122,7 +80,7 @@ def test_documents_of_every_shape_and_type_land_in_delta_and_read_back_equal(mon
     root = str(tmp_path / "delta")
     run_local(spark, c.config(), root, str(tmp_path / "checkpoint"))
     merged = delta_documents(spark, root, f"{db.name}.docs")
-    source = {json_util.dumps(d["_id"]): d for d in docs.find()}
+    source = source_documents(docs)
     assert sorted(merged) == sorted(source)
     for key, document in source.items():
         assert merged[key] == document, key  # every BSON type back as it was (Int64 stays Int64)
@@ -183,7 +141,7 @@ def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(mongodb, db, tmp_p
     run_local(spark, c.config(), root, str(tmp_path / "checkpoint"))
     for name in ("items", "quiet"):
         merged = delta_documents(spark, root, f"{db.name}.{name}")
-        assert merged == {json_util.dumps(d["_id"]): d for d in db[name].find()}, name
+        assert merged == source_documents(db[name]), name
 
 
 def test_a_where_filter_is_refused_and_nothing_runs(mongodb, db, tmp_path):

@@ -121,6 +121,41 @@ def test_conditions_render_as_literals_of_the_named_fields():
     assert render(parse_condition("name = '$where'", ANY_FIELD)) == {"name": {"$eq": "$where"}}
 
 
+def test_a_timestamp_literal_matches_a_string_field_or_a_bson_date_field():
+    """A backfill's interval is written as quoted timestamps; documents hold BSON dates,
+    which MongoDB never compares with a string: each bound matches either type."""
+    at = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
+    rendered = render(parse_condition("ts >= '2025-03-01 00:00:00' AND ts < '2025-03-02'", ANY_FIELD))
+    assert rendered == {
+        "$and": [
+            {"$or": [{"ts": {"$gte": "2025-03-01 00:00:00"}}, {"ts": {"$gte": at}}]},
+            {"$or": [{"ts": {"$lt": "2025-03-02"}}, {"ts": {"$lt": at + dt.timedelta(days=1)}}]},
+        ]
+    }
+    # an offset is honoured; equality and lists take the date as one more value
+    assert render(parse_condition("ts = '2025-03-01T02:00:00+02:00'", ANY_FIELD)) == {
+        "ts": {"$in": ["2025-03-01T02:00:00+02:00", at]}
+    }
+    assert render(parse_condition("ts NOT IN ('2025-03-01', 'x')", ANY_FIELD)) == {
+        "ts": {"$nin": ["2025-03-01", "x", at]}
+    }
+    # dates have milliseconds: a finer bound rounds so the comparison keeps its meaning,
+    # and equality with it can hold only for the string
+    fine = "2025-03-01 00:00:00.000500"
+    ms = dt.timedelta(milliseconds=1)
+    assert render(parse_condition(f"ts >= '{fine}'", ANY_FIELD))["$or"][1] == {"ts": {"$gte": at + ms}}
+    assert render(parse_condition(f"ts > '{fine}'", ANY_FIELD))["$or"][1] == {"ts": {"$gt": at}}
+    assert render(parse_condition(f"ts <= '{fine}'", ANY_FIELD))["$or"][1] == {"ts": {"$lte": at}}
+    assert render(parse_condition(f"ts < '{fine}'", ANY_FIELD))["$or"][1] == {"ts": {"$lt": at + ms}}
+    assert render(parse_condition(f"ts = '{fine}'", ANY_FIELD)) == {"ts": {"$in": [fine]}}
+    between = render(parse_condition("ts NOT BETWEEN '2025-03-01' AND '2025-03-02'", ANY_FIELD))
+    assert between["$or"][0] == {"$or": [{"ts": {"$lt": "2025-03-01"}}, {"ts": {"$lt": at}}]}
+    # text that only starts like a date stays text
+    assert render(parse_condition("note = '2025-03-01 is a date'", ANY_FIELD)) == {
+        "note": {"$eq": "2025-03-01 is a date"}
+    }
+
+
 @pytest.mark.parametrize(
     "text",
     [

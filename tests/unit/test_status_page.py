@@ -37,6 +37,23 @@ def test_a_connector_that_never_ran_and_a_broken_file_are_both_listed(tmp_path, 
     assert "never started" in page and "database.hostnme" in page
 
 
+def test_each_source_says_where_it_is_and_a_connection_string_shows_only_its_hosts(tmp_path, monkeypatch):
+    folder = tmp_path / "connectors"
+    folder.mkdir()
+    uri = "mongodb://cdc:s3cr%2Fet@db1:27017,db2:27017/?replicaSet=rs0&tlsCertificateKeyFilePassword=k3y"
+    mongo = {"connector.class": "mongodb", "mongodb.connection.string": uri, "topic.prefix": "docs"}
+    write(folder, "a.yaml", {"name": "shop", "state.directory": str(tmp_path / "s1"), **CONNECTOR})
+    write(folder, "b.yaml", {"name": "docs", "state.directory": str(tmp_path / "s2"), **mongo})
+    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
+
+    shop, docs = status_report()["connectors"]
+    assert shop["source"] == f"{CONNECTOR['database.hostname']}:{CONNECTOR['database.port']}"
+    assert docs["connector_class"] == "mongodb" and docs["source"] == "db1:27017,db2:27017"
+    page = render(status_report())
+    assert "db1:27017,db2:27017" in page
+    assert not any(secret in page for secret in ("s3cr", "k3y", "cdc:"))
+
+
 def one_connector(tmp_path, monkeypatch):
     """A connectors folder with connector `x` (the page's only one); its state folder."""
     folder = tmp_path / "connectors"

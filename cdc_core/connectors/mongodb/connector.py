@@ -109,6 +109,11 @@ class MongoDbConnector:
 
         return MongoSession(config)
 
+    def describe_source(self, config: ConnectorConfig) -> str:
+        from cdc_core.connectors.mongodb.session import hosts_of
+
+        return hosts_of(config.get("mongodb.connection.string"))
+
     def describe_position(self, position: Mapping[str, Any]) -> str:
         sec, inc = position.get("sec"), position.get("ord")
         token = position.get("resume_token")

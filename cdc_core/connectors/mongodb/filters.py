@@ -11,6 +11,15 @@ MongoDB's `$gt`/`$lte` compare within one type bracket only, so a bound of one t
 nothing about `_id`s of another: each range adds the whole brackets before or after its
 bound's (`$type`), and mixed `_id`s are chunked as `sort({_id: 1})` orders them.
 
+A condition's text has one kind of literal for a time, a quoted string
+(`ts >= '2025-03-01 00:00:00'`, as a backfill run writes for its data interval), while a
+document's time is a BSON date, and MongoDB never compares a string with a date. So a
+comparison with a string that reads as an ISO date or timestamp matches a field holding
+either: the string as written, or the BSON date at that instant (UTC unless the text has
+an offset). A field holds one type, so at most one of the two can match. Dates have
+milliseconds, so a bound finer than that is rounded the way that keeps the comparison's
+meaning (`>= x.0005` is `>= x.001`).
+
 Two deprecated types, `undefined` and `symbol`, are named only where the server knows
 them (`unknown` leaves them out): a server that rejects the alias cannot hold such a
 value (mongo-java-server is one), and naming it there would fail every chunk query.
@@ -110,21 +119,56 @@ def chunk_filter(
     return parts[0] if len(parts) == 1 else {"$and": parts}
 
 
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?")
+_MS = dt.timedelta(milliseconds=1)
+
+
+def as_date(value: Any) -> dt.datetime | None:
+    """The UTC instant a string literal names, if it is an ISO date or timestamp."""
+    if not isinstance(value, str) or not _ISO_DATE.fullmatch(value):
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def _to_ms(moment: dt.datetime, up: bool) -> dt.datetime:
+    floor = moment - dt.timedelta(microseconds=moment.microsecond % 1000)
+    return floor + _MS if up and floor != moment else floor
+
+
+def _compare(column: str, op: str, value: Any) -> dict[str, Any]:
+    moment = as_date(value)
+    if moment is None:
+        return {column: {_OPS[op]: value}}
+    exact = moment.microsecond % 1000 == 0
+    if op in ("=", "!=", "<>"):
+        dates = [moment] if exact else []  # no date is between two milliseconds
+        return {column: {"$in" if op == "=" else "$nin": [value, *dates]}}
+    bound = _to_ms(moment, up=op in (">=", "<"))
+    return {"$or": [{column: {_OPS[op]: value}}, {column: {_OPS[op]: bound}}]}
+
+
+def _in_list(column: str, values: tuple[Any, ...], negated: bool) -> dict[str, Any]:
+    dates = [m for m in map(as_date, values) if m is not None and m.microsecond % 1000 == 0]
+    return {column: {"$nin" if negated else "$in": [*values, *dates]}}
+
+
 def render(condition: Condition) -> dict[str, Any]:
     """A condition tree as a filter document (field names as parsed, values as BSON)."""
     if isinstance(condition, Compare):
-        return {condition.column: {_OPS[condition.op]: condition.value}}
+        return _compare(condition.column, condition.op, condition.value)
     if isinstance(condition, InList):
-        return {condition.column: {"$nin" if condition.negated else "$in": list(condition.values)}}
+        return _in_list(condition.column, condition.values, condition.negated)
     if isinstance(condition, Between):
+        column, low, high = condition.column, condition.low, condition.high
         if condition.negated:
-            return {
-                "$or": [
-                    {condition.column: {"$lt": condition.low}},
-                    {condition.column: {"$gt": condition.high}},
-                ]
-            }
-        return {condition.column: {"$gte": condition.low, "$lte": condition.high}}
+            return {"$or": [_compare(column, "<", low), _compare(column, ">", high)]}
+        if as_date(low) is None and as_date(high) is None:
+            return {column: {"$gte": low, "$lte": high}}
+        return {"$and": [_compare(column, ">=", low), _compare(column, "<=", high)]}
     if isinstance(condition, IsNull):
         return {condition.column: {"$ne": None}} if condition.negated else {condition.column: None}
     if isinstance(condition, Like):

@@ -35,6 +35,14 @@ def client_for(config: ConnectorConfig, timeout_ms: int = 10_000) -> Any:
     )
 
 
+def hosts_of(uri: str) -> str:
+    """Where a connection string points, for messages and the status page: its hosts only.
+    Its user, password and options (which can hold a certificate's password) are left out."""
+    rest = uri.split("://", 1)[-1]
+    hosts = rest.split("/", 1)[0].split("?", 1)[0]
+    return hosts.rsplit("@", 1)[-1]
+
+
 def ping(client: Any, where: str) -> None:
     import pymongo.errors
 
@@ -67,7 +75,7 @@ class MongoSession:
 
     def __init__(self, config: ConnectorConfig) -> None:
         self.client = client_for(config)
-        self.where = config.get("mongodb.connection.string").split("@")[-1]  # never the credentials
+        self.where = hosts_of(config.get("mongodb.connection.string"))
         ping(self.client, self.where)
         signal = config.get("signal.data.collection")
         self.signal = TableId.parse(signal) if signal else None

@@ -20,7 +20,7 @@ from typing import Any
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.mongodb import events
 from cdc_core.connectors.mongodb.events import EventAssembler
-from cdc_core.connectors.mongodb.session import MongoSession, client_for, list_collections, ping
+from cdc_core.connectors.mongodb.session import MongoSession, client_for, hosts_of, list_collections, ping
 from cdc_core.connectors.mongodb.shape import DocumentShaper, MongoTypeMapper, collection_schema
 from cdc_core.errors import PositionLostError, SourceUnavailableError, TidemarkError
 from cdc_core.filters import TableFilter
@@ -75,7 +75,7 @@ class MongoSource:
     # ------------------------------------------------------------------ start
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
-        where = self.config.get("mongodb.connection.string").split("@")[-1]
+        where = hosts_of(self.config.get("mongodb.connection.string"))
         self.client = client_for(self.config)
         ping(self.client, where)
         if self.scope != "deployment" and not self.target:

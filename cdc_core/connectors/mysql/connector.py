@@ -85,6 +85,9 @@ class MySqlConnector:
             TypeModes.from_config(config),
         )
 
+    def describe_source(self, config: ConnectorConfig) -> str:
+        return f"{config.get('database.hostname')}:{config.get('database.port')}"
+
     def describe_position(self, position: Mapping[str, Any]) -> str:
         text = f"{position.get('file')}:{position.get('pos')}"
         if position.get("gtids"):

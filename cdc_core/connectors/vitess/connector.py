@@ -130,6 +130,9 @@ class VitessConnector:
 
         return VitessSession(config)
 
+    def describe_source(self, config: ConnectorConfig) -> str:
+        return f"VTGate {config.get('database.hostname')}:{config.get('database.port')}"
+
     def describe_position(self, position: Mapping[str, Any]) -> str:
         from cdc_core.connectors.vitess.vgtid import Vgtid
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
+from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from cdc_core.snapshot.health import live_entry, snapshot_health
 from tidemark_airflow import connectors
@@ -58,7 +59,7 @@ def connector_report(config: ConnectorConfig, file: str) -> dict[str, Any]:
         "name": config.name,
         "file": file,
         "connector_class": config.get("connector.class"),
-        "source": f"{config.get('database.hostname')}:{config.get('database.port')}",
+        "source": connector_of(config).describe_source(config),
         "topic_prefix": config.topic_prefix,
         "dags": _dags(config, slug),
         "streamer": _streamer(doc, health),

@@ -1,9 +1,11 @@
-"""pytest fixture `mongodb`: the MongoDB test server, started once per test session on a
-free port (or the real deployment of TIDEMARK_MONGODB_URI)."""
+"""pytest fixtures `mongodb`: the MongoDB test server, started once per test session on a
+free port (or the real deployment of TIDEMARK_MONGODB_URI); `mongo_db`: a database of it
+for one test."""
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,3 +28,16 @@ def mongodb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def mongo_db(mongodb: Any) -> Iterator[Any]:
+    """A database of its own for one test, with the signal collection; dropped afterwards."""
+    from tests.support.mongo.capture import SIGNALS
+
+    name = f"mg_{uuid.uuid4().hex[:10]}"
+    client = mongodb.client()
+    client[name].create_collection(SIGNALS)
+    yield client[name]
+    client.drop_database(name)
+    client.close()

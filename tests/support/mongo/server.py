@@ -30,10 +30,11 @@ class MongoTestServer:
 
     real = False
 
-    def __init__(self, directory: Path, stock: bool = False) -> None:
+    def __init__(self, directory: Path, stock: bool = False, heap: str = "512m") -> None:
         self.directory = directory
         self.port = free_port()
         self.stock = stock
+        self.heap = heap  # the JVM's -Xmx: everything, history included, is in memory
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -51,7 +52,7 @@ class MongoTestServer:
         java = shutil.which("java") or "java"
         cmd = [
             java,
-            "-Xmx512m",
+            f"-Xmx{self.heap}",
             "-cp",
             f"{classes}:{JARS / 'mongo'}/*",
             "MongoTestServer",

@@ -10,6 +10,7 @@ BENCHMARKS = {
     "snapshot": "bench.snapshot_throughput",
     "merge": "bench.merge_throughput",
     "vitess": "bench.vitess_throughput",
+    "mongodb": "bench.mongodb_throughput",
 }
 
 

@@ -1,0 +1,242 @@
+"""MongoDB's streamer and Spark snapshot against their Python floors, in one run.
+
+Streaming: CHANGES (default 1,000,000: 60% inserts, 30% updates, 10% deletes of a
+10-field document) are written to the MongoDB test server (jvm/mongo) while no streamer
+runs, after a streamer's first start has committed its start; then, from that start,
+  (a) a bare pymongo loop iterates the same change stream (updateLookup), counting events,
+  (b) `tidemark stream` (capture.mode change_streams_update_full) writes the embedded log.
+Snapshot: DOCS documents (default 5,000,000) in another collection, read by
+  (c) a plain parallel find(): the `_id` range cut in PARALLELISM parts, one process each,
+  (d) an incremental snapshot through the Spark chunk job (lakehouse release, the same
+      parallelism, JVM start included), from the signal to the streamer's last release.
+Figures side by side, (b) as a ratio of (a) and (d) of (c), with peak RSS.
+
+    python -m bench mongodb [--changes N] [--docs N] [--parallelism P]
+
+The test server keeps its data and change history in its JVM's memory (a heap of up to
+12 GiB here); a real deployment: TIDEMARK_MONGODB_URI (a replica set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.snapshot_throughput import spark_env, wait_finished
+from bench.streamer_throughput import peak_rss_mb
+
+DB = "bench_mg"
+
+
+def document(i: int) -> dict[str, Any]:
+    return {
+        "_id": i, "counter": i % 97, "name": f"name-{i}", "city": f"city-{i % 50}", "amount": i * 1.5,
+        "at": f"2024-01-01T00:00:{i % 60:02d}", "flag": i % 2 == 0, "note": f"note {i}", "big": i * 7,
+        "tag": f"x{i % 13}",
+    }  # fmt: skip
+
+
+def insert(collection: Any, count: int) -> None:
+    for lo in range(0, count, 1000):
+        collection.insert_many([document(i) for i in range(lo, min(count, lo + 1000))], ordered=False)
+
+
+def write_changes(collection: Any, changes: int) -> int:
+    inserts, updates = int(changes * 0.6), int(changes * 0.3)
+    deletes = changes - inserts - updates
+    insert(collection, inserts)
+    for lo in range(0, updates, 1000):
+        collection.update_many(
+            {"_id": {"$gte": lo, "$lt": min(updates, lo + 1000)}},
+            {"$inc": {"big": 1}, "$set": {"note": "updated"}},
+        )
+    collection.delete_many({"_id": {"$gte": inserts - deletes}})
+    return inserts + updates + deletes
+
+
+def streamer(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable,
+        "-m",
+        "cdc_core.cli",
+        "stream",
+        "--config",
+        str(config),
+        "--status-line",
+        "never",
+    ]
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log.open("ab"))
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+
+
+def committed(state: Path) -> dict[str, Any] | None:
+    try:
+        return orjson.loads((state / "offsets.json").read_bytes())["offset"]["source"]
+    except (FileNotFoundError, orjson.JSONDecodeError, KeyError):
+        return None
+
+
+def bare(*args: Any) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.bare_change_stream_loop", *map(str, args)],
+        capture_output=True, text=True, check=True, timeout=3600,
+    )  # fmt: skip
+    n, seconds, rss = out.stdout.split()
+    return {"count": int(n), "seconds": float(seconds), "rss_mb": float(rss)}
+
+
+def stream_part(server: Any, work: Path, changes: int) -> dict[str, dict[str, float]]:
+    from tests.support.streamer import connector_file
+
+    c = connector_file(work / "stream", DB, {
+        "connector.class": "mongodb", "mongodb.connection.string": server.uri, "database.user": None,
+        "capture.scope": "collection", "capture.target": f"{DB}.t",
+        "capture.mode": "change_streams_update_full", "offset.flush.interval.ms": 500,
+    }, prefix="benchmg")  # fmt: skip
+    log = work / "streamer.log"
+    proc = streamer(c.path, log)
+    while committed(c.state) is None:  # the first start commits its start
+        if proc.poll() is not None:
+            raise SystemExit(f"the streamer exited; see {log}")
+        time.sleep(0.1)
+    stop(proc)
+    start = committed(c.state)
+    assert start is not None
+    client = server.client()
+    print(f"writing {changes:,} changes ...", flush=True)
+    t = time.perf_counter()
+    written = write_changes(client[DB]["t"], changes)
+    end = client.admin.command("ping")["operationTime"]
+    print(f"written {written:,} in {time.perf_counter() - t:.1f}s", flush=True)
+    floor = bare("stream", server.uri, DB, "t", start["sec"], start["ord"], written)
+    t = time.perf_counter()
+    proc, rss = streamer(c.path, log), 0.0
+    while True:
+        rss = max(rss, peak_rss_mb(proc.pid))
+        at = committed(c.state) or {}
+        if (at.get("sec", 0), at.get("ord", 0)) >= (end.time, end.inc) or _all_written(c.state, written):
+            break
+        if proc.poll() is not None:
+            raise SystemExit(f"the streamer exited early; see {log}")
+        time.sleep(0.05)
+    seconds = time.perf_counter() - t
+    rss = max(rss, peak_rss_mb(proc.pid))
+    stop(proc)
+    events = orjson.loads((c.state / "status.json").read_bytes())["events_total"]
+    if events != written or floor["count"] != written:
+        print(
+            f"WARNING: the streamer emitted {events:,} and the loop read {floor['count']:,} of {written:,} events"
+        )
+    client.drop_database(DB)
+    return {"floor": floor, "streamer": {"count": written, "seconds": seconds, "rss_mb": rss}}
+
+
+def _all_written(state: Path, written: int) -> bool:
+    try:
+        return orjson.loads((state / "status.json").read_bytes())["events_total"] >= written
+    except (FileNotFoundError, orjson.JSONDecodeError, KeyError):
+        return False
+
+
+def snapshot_part(server: Any, work: Path, docs: int, parallelism: int) -> dict[str, dict[str, float]]:
+    from cdc_core.connectors.registry import connector_of
+    from cdc_core.signals.sending import send_signal
+    from tests.support.streamer import connector_file
+
+    client = server.client()
+    client[DB].create_collection("debezium_signal")
+    print(f"loading {docs:,} documents ...", flush=True)
+    t = time.perf_counter()
+    insert(client[DB]["s"], docs)
+    print(f"loaded in {time.perf_counter() - t:.1f}s", flush=True)
+    scan = bare("scan", server.uri, DB, "s", parallelism)
+    c = connector_file(work / "snapshot", DB, {
+        "connector.class": "mongodb", "mongodb.connection.string": server.uri, "database.user": None,
+        "capture.scope": "database", "capture.target": DB, "signal.data.collection": f"{DB}.debezium_signal",
+        "offset.flush.interval.ms": 500,
+    }, prefix="benchmgs")  # fmt: skip
+    log = work / "snapshot-streamer.log"
+    proc, rss = streamer(c.path, log), [0.0]
+    try:
+        while committed(c.state) is None:
+            time.sleep(0.1)
+        started = time.perf_counter()
+        config = c.config()
+        data = {"data-collections": [f"{DB}.s"], "tidemark.reader": "spark",
+                "tidemark.release": "lakehouse", "tidemark.chunk-size": 65536}  # fmt: skip
+        send_signal(connector_of(config), config, "bench-mg", "execute-snapshot", data)
+        job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", "--config", str(c.path),
+               "--signal", "bench-mg", "--staging", str(work / "staging"), "--parallelism", str(parallelism),
+               "--master", f"local[{parallelism}]"]  # fmt: skip
+        result = subprocess.run(
+            job, env=spark_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        if result.returncode:
+            raise SystemExit(f"the Spark chunk job failed:\n{result.stderr[-8000:]}")
+        summary = wait_finished(c.state, "bench-mg", proc, rss)
+        seconds = time.perf_counter() - started
+    finally:
+        stop(proc)
+    rows = sum(t.get("rows_released", 0) for t in summary.get("tables", []))
+    if rows != docs or scan["count"] != docs:
+        print(
+            f"WARNING: the snapshot released {rows:,} and the scan read {scan['count']:,} of {docs:,} documents"
+        )
+    return {"scan": scan, "spark": {"count": docs, "seconds": seconds, "rss_mb": rss[0]}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tests.support.mongo.server import MongoTestServer
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--changes", type=int, default=1_000_000)
+    parser.add_argument("--docs", type=int, default=5_000_000)
+    parser.add_argument("--parallelism", type=int, default=2)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("TIDEMARK_DB_USER", "tidemark")
+    work = Path(tempfile.mkdtemp(prefix="tidemark-bench-mongodb-"))
+    results: dict[str, dict[str, float]] = {}
+    for part in ("stream", "snapshot"):
+        server = MongoTestServer(work, heap="12g")  # one per part: each starts with an empty memory
+        server.start()
+        try:
+            if part == "stream":
+                results.update(stream_part(server, work, args.changes))
+            else:
+                results.update(snapshot_part(server, work, args.docs, args.parallelism))
+        finally:
+            server.stop()
+
+    def line(name: str, key: str, base: str, unit: str) -> None:
+        r, b = results[key], results[base]
+        ratio = (r["count"] / r["seconds"]) / (b["count"] / b["seconds"])
+        print(
+            f"{name:52s} {r['count'] / r['seconds']:10,.0f} {unit:9s} {r['seconds']:8.1f} {r['rss_mb']:10.0f} {ratio:8.0%}"
+        )
+
+    print(f"\n{'reader':52s} {'rate':>10s} {'':9s} {'seconds':>8s} {'peak RSS':>10s} {'vs floor':>8s}")
+    line("bare pymongo change stream loop (floor)", "floor", "floor", "events/s")
+    line("tidemark stream (mongodb) -> local log", "streamer", "floor", "events/s")
+    line(f"plain parallel find() scan, {args.parallelism} processes (floor)", "scan", "scan", "docs/s")
+    line("Spark chunk job snapshot, lakehouse release", "spark", "scan", "docs/s")
+    print("\ntargets: the streamer and the snapshot each reach at least 70% of their floor")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,6 +9,8 @@ import math
 def java_double(x: float) -> str:
     """Java's `Double.toString` of a finite double (its shortest digits, which Python's
     repr has too): plain from 10^-3 to below 10^7, else `d.dddE<n>`."""
+    if 1e-3 <= abs(x) < 1e7:
+        return repr(x)  # plain there, with the same shortest digits and a `.0` when whole
     if x == 0:
         return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
     sign, digit_tuple, exponent = decimal.Decimal(repr(x)).as_tuple()

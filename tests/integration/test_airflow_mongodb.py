@@ -9,7 +9,6 @@ test_airflow_snapshot.py, test_airflow_backfill.py, test_airflow_streamer.py.)""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import random
 import threading
 
@@ -17,7 +16,7 @@ import pytest
 from bson import ObjectId, json_util
 from tidemark_airflow.connectors import slug
 
-from tests.support.airflow_dags import load_dag, task_states
+from tests.support.airflow_dags import lakehouse_paths, load_dag, serve, task_states
 from tests.support.mongo.capture import connector, delta_documents, source_documents, synced
 from tests.support.streamer import Connector, payloads, start_process, stop_process, wait_for
 
@@ -32,17 +31,10 @@ def served(mongodb, tmp_path, database: str, monkeypatch, extra: dict | None = N
     folder = tmp_path / "connectors"
     folder.mkdir()
     c = connector(mongodb, tmp_path, database, {
-        "lakehouse.delta.root": str(tmp_path / "delta"),
-        "lakehouse.merge.checkpoint": str(tmp_path / "merge-checkpoint"),
-        "lakehouse.snapshot.staging": str(tmp_path / "staging"),
+        **lakehouse_paths(tmp_path),
         **(extra or {}),
     })  # fmt: skip
-    target = folder / "mongo.yaml"
-    c.path.rename(target)
-    c.path = target
-    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
-    monkeypatch.setenv("AIRFLOW_CONN_TIDEMARK_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
-    return c
+    return serve(c, folder / "mongo.yaml", monkeypatch)
 
 
 def started(c: Connector):

@@ -31,17 +31,11 @@ def airflow_connector(
     props = {
         "signal.data.collection": "tidemark.debezium_signal",
         "airflow.conn.id": TEST_CONN_ID,
-        "lakehouse.delta.root": str(tmp_path / "delta"),
-        "lakehouse.merge.checkpoint": str(tmp_path / "merge-checkpoint"),
-        "lakehouse.snapshot.staging": str(tmp_path / "staging"),
+        **lakehouse_paths(tmp_path),
         "database.password.env": "TIDEMARK_TEST_SOURCE_PASSWORD",  # set by the hook, from the connection
         **(extra or {}),
     }
-    connector = write_connector(tmp_path, database, props)
-    target = folder / "test.yaml"
-    connector.path.rename(target)
-    connector.path = target
-    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(folder))
+    connector = serve(write_connector(tmp_path, database, props), folder / "test.yaml", monkeypatch)
     monkeypatch.setenv(
         f"AIRFLOW_CONN_{TEST_CONN_ID.upper()}",
         json.dumps(
@@ -54,6 +48,24 @@ def airflow_connector(
             }
         ),
     )
+    return connector
+
+
+def lakehouse_paths(tmp_path: Path) -> dict[str, str]:
+    """A test connector's Delta tables, merge checkpoint and snapshot staging under `tmp_path`."""
+    return {
+        "lakehouse.delta.root": str(tmp_path / "delta"),
+        "lakehouse.merge.checkpoint": str(tmp_path / "merge-checkpoint"),
+        "lakehouse.snapshot.staging": str(tmp_path / "staging"),
+    }
+
+
+def serve(connector: Connector, target: Path, monkeypatch: Any) -> Connector:
+    """`connector`'s file moved to `target`, in the connectors folder the DAG files are
+    generated from, with Spark jobs on local[2]."""
+    connector.path.rename(target)
+    connector.path = target
+    monkeypatch.setenv("TIDEMARK_CONNECTORS_DIR", str(target.parent))
     monkeypatch.setenv("AIRFLOW_CONN_TIDEMARK_SPARK", json.dumps({"conn_type": "spark", "host": "local[2]"}))
     return connector
 

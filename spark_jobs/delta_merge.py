@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from pyspark.sql import functions as F
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.errors import TidemarkError
 from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
-from spark_jobs.merge import evolution
+from spark_jobs.merge import evolution, promoted
 from spark_jobs.merge.changes import estimated_bytes, newest_per_key, table_changes
 from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
 from spark_jobs.merge.known_schemas import KnownSchemas
@@ -235,11 +236,18 @@ def merge_parsed(
             windows = release_rows(spark, released[name], like)
             rows = windows if rows is None else rows.unionByName(windows, allowMissingColumns=True)
         assert rows is not None
+        table = (options or MergeOptions()).for_table(name, session_broadcast_mb(spark))
+        if table.promoted:
+            if promoted.DOCUMENT_COLUMN not in rows.columns:
+                raise TidemarkError(f"{promoted.PROPERTY} names {name}, whose events carry no document")
+            rows = promoted.with_columns(rows, table.promoted)
         # Every table is checked before any is merged: a refused change applies nothing.
         widen = stored is not None and evolution.check(name, stored, rows.schema)
-        plans.append((name, path, rows, keys, widen))
-    for name, path, rows, keys, widen in plans:
+        plans.append((name, path, rows, keys, widen, stored, table))
+    for name, path, rows, keys, widen, stored, table in plans:
         started = time.monotonic()
+        if stored is not None and table.promoted:
+            promoted.fill_new(spark, path, stored, table.promoted)
         if widen:
             enable_type_widening(spark, path)
         topic = f"{prefix}.{name}"
@@ -247,7 +255,6 @@ def merge_parsed(
         if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
             metadata["upto"] = positions["upto"]
             metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
-        table = (options or MergeOptions()).for_table(name, session_broadcast_mb(spark))
         layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
         if table.scd2:
             merge_history(spark, path, rows, keys, {"tidemark": metadata}, **layout)
@@ -263,9 +270,16 @@ def merge_parsed(
                 {"tidemark": metadata},
                 **layout,
                 broadcast=small,
+                derived={p.field: promoted.DOCUMENT_COLUMN for p in table.promoted},
             )
         _phase("merge", started, "%s merged", name)
     return len(plans)
+
+
+def configured(options: MergeOptions | None, config: ConnectorConfig) -> MergeOptions:
+    """`options` with what the connector's file says of its tables' landing (promoted
+    document fields), so the DAGs' merges and a hand-run one land the same tables."""
+    return replace(options or MergeOptions(), promoted=promoted.parse(config.get(promoted.PROPERTY) or []))
 
 
 def session_broadcast_mb(spark: SparkSession) -> int:
@@ -330,6 +344,7 @@ def run_kafka(
 
     pending = PendingStore(spark, f"{checkpoint.rstrip('/')}/held-back")
     known = KnownSchemas()
+    options = configured(options, config)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         touched = apply_aligned(spark, batch, root, prefix, None, pending, batch_id, options, known)
@@ -360,6 +375,7 @@ def run_local(
 
     log_root = local_log_directory(config)
     prefix = config.topic_prefix
+    options = configured(options, config)
     pattern = re.compile(data_topics(prefix))
     topics = (
         sorted(p.name for p in log_root.iterdir() if p.is_dir() and pattern.fullmatch(p.name))

@@ -21,6 +21,50 @@ def _backfill_tables(value: list[str]) -> str | None:
     return None
 
 
+PROMOTED_TYPES = ("string", "boolean", "int", "bigint", "double", "date", "timestamp")
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+
+
+def promoted_fields(entries: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """`lakehouse.promoted.fields` per `db.collection`: (field, type) pairs, the type
+    normalised (`decimal(12,2)`). Raises ValueError saying what is wrong."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for entry in entries:
+        path, _, type_text = entry.partition(":")
+        table, _, name = path.strip().rpartition(".")
+        kind = type_text.strip().lower()
+        decimal = _DECIMAL.fullmatch(kind)
+        if decimal:
+            precision, scale = int(decimal[1]), int(decimal[2])
+            kind = f"decimal({precision},{scale})" if 0 < precision <= 38 and scale <= precision else ""
+        if (
+            not table
+            or "." not in table
+            or not name
+            or (kind not in PROMOTED_TYPES and not decimal)
+            or not kind
+        ):
+            raise ValueError(
+                f"{entry!r} is not db.collection.field:type with a type among "
+                f"{', '.join(PROMOTED_TYPES)}, decimal(p,s) (p at most 38)"
+            )
+        if name in ("_id", "document") or name.startswith("_cdc_") or any(c in name for c in "\"'\\`"):
+            raise ValueError(f"{entry!r}: {name!r} cannot be a promoted column's name")
+        fields = out.setdefault(table, [])
+        if any(f == name for f, _ in fields):
+            raise ValueError(f"{table}.{name} is promoted twice")
+        fields.append((name, kind))
+    return out
+
+
+def _promoted_fields(value: list[str]) -> str | None:
+    try:
+        promoted_fields(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _conn_id(value: str) -> str | None:
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", value):
         return "an Airflow connection id has only letters, digits, '_', '.' and '-'"
@@ -115,6 +159,16 @@ ORCHESTRATION_PROPERTIES: list[Property] = [
         "lakehouse.snapshot.staging",
         "str",
         description="Where the Spark chunk job stages windows (default `.local/staging/<name>`).",
+    ),
+    Property(
+        "lakehouse.promoted.fields",
+        "list",
+        default=[],
+        description="Document fields (MongoDB) landed as typed Delta columns beside the document, "
+        "`db.collection.field:type` each; types: string, boolean, int, bigint, double, decimal(p,s), "
+        "date, timestamp. Extended JSON wrappers are unwrapped; a value that does not convert is null "
+        "in the column (the document keeps it). A field added later is filled for the stored rows.",
+        check=_promoted_fields,
     ),
     Property(
         "lakehouse.tombstone.retention.hours",

@@ -92,7 +92,9 @@ def _convert(prop: Property, key: str, raw: Any) -> Any:
 
 
 def _split(raw: Any) -> list[str]:
-    items = raw if isinstance(raw, list) else str(raw).split(",")
+    """Items of a YAML list, or of a comma-separated text: a comma inside brackets or
+    braces (`decimal(12,2)`, a regex's `{1,3}`) is part of its item."""
+    items = raw if isinstance(raw, list) else re.split(r",(?![^(\[{]*[)\]}])", str(raw))
     return [str(i).strip() for i in items if str(i).strip()]
 
 

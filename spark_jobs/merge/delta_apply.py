@@ -55,13 +55,16 @@ def merge_changes(
     partition_by: tuple[str, ...] = (),
     cluster_by: tuple[str, ...] = (),
     broadcast: bool = False,
+    derived: dict[str, str] | None = None,
 ) -> None:
     """MERGE `changes` (at most one row per key) into the Delta table at `path`, creating
     it on first use; columns new to the table are added (schema evolution). The commit
     carries `commit_metadata` (e.g. the source position reached) as its user metadata.
     `broadcast`: the batch is small enough to send to every task whole, so the table is
     joined with it where it lies instead of being shuffled by key (both of the MERGE's
-    passes; the table's size then costs a scan, not a shuffle)."""
+    passes; the table's size then costs a scan, not a shuffle). `derived`: columns computed
+    from a document column (column -> its document), which keep their stored values
+    where the event's document is missing, as the document does."""
     from delta.tables import DeltaTable
 
     if not table_exists(spark, path):
@@ -76,6 +79,12 @@ def merge_changes(
         # the row's last values, and a later event of the key supersedes it anyway.
         assignments = {c: f"s.`{c}`" for c in changes.columns}
         assignments.update({c: f"coalesce(s.`{c}`, t.`{c}`)" for c in documents})
+        assignments.update(
+            {
+                c: f"CASE WHEN s.`{d}` IS NULL THEN t.`{c}` ELSE s.`{c}` END"
+                for c, d in (derived or {}).items()
+            }
+        )
         builder = builder.whenMatchedUpdate(condition=newer_condition(), set=assignments)
     else:
         builder = builder.whenMatchedUpdateAll(condition=newer_condition())

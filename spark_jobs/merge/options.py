@@ -1,5 +1,5 @@
-"""Merge settings: per table SCD type 2, partitioning, clustering; for every table the
-largest batch sent whole to the MERGE's tasks (broadcast)."""
+"""Merge settings: per table SCD type 2, partitioning, clustering, promoted document
+fields; for every table the largest batch sent whole to the MERGE's tasks (broadcast)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cdc_core.errors import TidemarkError
+from spark_jobs.merge.promoted import Promoted
 
 # Without --broadcast-mb, a batch is broadcast in its MERGE when estimated at most this
 # share of the memory of the JVMs that hold it (the driver builds it, every executor
@@ -39,6 +40,7 @@ class TableOptions:
     partition_by: tuple[str, ...] = ()
     cluster_by: tuple[str, ...] = ()
     broadcast_bytes: int = 0
+    promoted: tuple[Promoted, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,12 +49,14 @@ class MergeOptions:
     `broadcast_mb`: a table's batch estimated at most this size is broadcast in its MERGE
     (0: never; None: `default_broadcast_mb` of the session). Each task then holds the
     batch in memory, so this bounds the memory a merge adds per executor (and on the
-    driver, which builds it)."""
+    driver, which builds it). `promoted`: per collection, the document fields promoted to
+    columns (`spark_jobs.merge.promoted`, from the connector's configuration)."""
 
     scd2: str | None = None
     partition_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
     cluster_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
     broadcast_mb: int | None = None
+    promoted: dict[str, tuple[Promoted, ...]] = field(default_factory=dict)
 
     def for_table(self, name: str, session_broadcast_mb: int = 0) -> TableOptions:
         """`session_broadcast_mb`: the limit when `broadcast_mb` is None."""
@@ -62,6 +66,7 @@ class MergeOptions:
             self.partition_by.get(name, ()),
             self.cluster_by.get(name, ()),
             limit * 1024 * 1024,
+            self.promoted.get(name, ()),
         )
 
     @classmethod

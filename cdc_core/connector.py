@@ -17,12 +17,16 @@ What a connector provides:
   signal writes, the log position marker of read-only snapshots;
 - `spark_reader`: optionally, a way for the Spark chunk job to read windows in the JVM
   (`SparkWindowReader`); without one, the job reads windows with the session on its
-  executors.
+  executors;
+- `document_patches`: for a document source whose update events may carry their change
+  alone, how the Delta merge applies such a change to the stored document
+  (`DocumentPatches`); None for sources whose events carry whole rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cdc_core.config.properties import Property
@@ -99,6 +103,17 @@ class SparkWindowReader(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class DocumentPatches:
+    """A document source's partial updates: `field` is the envelope field an update's
+    change is in (its JSON text reaches `apply`), `apply(document, change)` the document's
+    JSON text (as `after` carries it) with the change applied, or None without a document.
+    `apply` runs on Spark's executors: a module-level function."""
+
+    field: str
+    apply: Callable[[str | None, str], str | None]
+
+
 class Connector(Protocol):
     """One kind of source (see the module docstring)."""
 
@@ -110,6 +125,7 @@ class Connector(Protocol):
     # incrementally at first start.
     initial_snapshot_in_log: bool
     properties: Sequence[Property]
+    document_patches: DocumentPatches | None
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Source: ...
 

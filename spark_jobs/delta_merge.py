@@ -31,10 +31,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
+from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
-from spark_jobs.merge import evolution, promoted
-from spark_jobs.merge.changes import estimated_bytes, newest_per_key, table_changes
+from spark_jobs.merge import evolution, patches, promoted
+from spark_jobs.merge.changes import PATCH, estimated_bytes, newest_per_key, table_changes
 from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
 from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
@@ -80,7 +81,10 @@ def apply_batch(
 ) -> int:
     """Merge one batch of records (`topic, key, value` as text) without transaction
     alignment. Returns the number of tables touched."""
-    with parsed_batch(records.select("topic", "key", "value"), prefix) as (parsed, shapes):
+    with parsed_batch(records.select("topic", "key", "value"), prefix, patch_field=_patch_field(options)) as (
+        parsed,
+        shapes,
+    ):
         topics = set(shapes.by_topic)
         return merge_parsed(spark, parsed, topics, shapes, root, prefix, reached, positions, options)
 
@@ -104,7 +108,7 @@ def apply_aligned(
         pending.read(batch_id), allowMissingColumns=True
     )
     started = time.monotonic()
-    with parsed_batch(combined, prefix, known) as (parsed, shapes):
+    with parsed_batch(combined, prefix, known, _patch_field(options)) as (parsed, shapes):
         records_in = sum(shapes.records.values())
         _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
         if reached is None:
@@ -134,6 +138,10 @@ def apply_aligned(
             split.release()
 
 
+def _patch_field(options: MergeOptions | None) -> str | None:
+    return options.patches.field if options is not None and options.patches is not None else None
+
+
 def _phase(phase: str, started: float, message: str, *args: Any) -> None:
     """Log a step's time; `phase` and `seconds` ride along for whoever collects them (the
     merge benchmark prints each phase)."""
@@ -143,7 +151,7 @@ def _phase(phase: str, started: float, message: str, *args: Any) -> None:
 
 @contextmanager
 def parsed_batch(
-    records: DataFrame, prefix: str, known: KnownSchemas | None = None
+    records: DataFrame, prefix: str, known: KnownSchemas | None = None, patch_field: str | None = None
 ) -> Iterator[tuple[DataFrame, Shapes]]:
     """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes.
 
@@ -151,7 +159,7 @@ def parsed_batch(
     of this one) are cut by prefix and parsed in one pass. The others, if any, are cut by
     searching, their schemas collected, then parsed (cut again the slow way if the fast
     search cut wrong). Records that are not JSON events fail the batch before anything is
-    merged."""
+    merged. `patch_field`: a document source's change-only field (`DocumentPatches`)."""
     known = known if known is not None else KnownSchemas()
     known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
     known.sample(records)
@@ -162,7 +170,7 @@ def parsed_batch(
     try:
         parsed, counts = None, {}
         if pairs:
-            parsed = parse(cut_known(records, pairs), first).persist()
+            parsed = parse(cut_known(records, pairs), first, patch_field).persist()
             cached.append(parsed)
             counts = census(parsed)
         shapes = first.only(set(counts))
@@ -183,7 +191,7 @@ def parsed_batch(
                 if not more.cut_wrong:
                     break
                 cuts.unpersist()
-            rest = parse(cuts, more).persist()
+            rest = parse(cuts, more, patch_field).persist()
             cached.append(rest)
             rest.count()  # built from `cuts` before they go
             cuts.unpersist()
@@ -236,6 +244,12 @@ def merge_parsed(
             windows = release_rows(spark, released[name], like)
             rows = windows if rows is None else rows.unionByName(windows, allowMissingColumns=True)
         assert rows is not None
+        patcher = options.patches if options is not None else None
+        if PATCH in rows.columns and patcher is None:
+            rows = rows.drop(PATCH)  # (merged without the connector's settings: `configured`)
+        elif PATCH in rows.columns:
+            current = spark.read.format("delta").load(path) if stored is not None else None
+            rows = patches.rebuilt(spark, rows, keys, promoted.DOCUMENT_COLUMN, current, patcher)
         table = (options or MergeOptions()).for_table(name, session_broadcast_mb(spark))
         if table.promoted:
             if promoted.DOCUMENT_COLUMN not in rows.columns:
@@ -278,8 +292,13 @@ def merge_parsed(
 
 def configured(options: MergeOptions | None, config: ConnectorConfig) -> MergeOptions:
     """`options` with what the connector's file says of its tables' landing (promoted
-    document fields), so the DAGs' merges and a hand-run one land the same tables."""
-    return replace(options or MergeOptions(), promoted=promoted.parse(config.get(promoted.PROPERTY) or []))
+    document fields) and how its source's change-only updates apply, so the DAGs' merges
+    and a hand-run one land the same tables."""
+    return replace(
+        options or MergeOptions(),
+        promoted=promoted.parse(config.get(promoted.PROPERTY) or []),
+        patches=connector_of(config).document_patches,
+    )
 
 
 def session_broadcast_mb(spark: SparkSession) -> int:

@@ -23,6 +23,7 @@ from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
 
+PATCH = "_cdc_patch"  # a document update's change alone (JSON text); see spark_jobs.merge.patches
 ORDER_KEY = ("_cdc_epoch", "_cdc_rank", "_cdc_total_order")
 CHANGE_OPS = ("c", "u", "d", "r")
 
@@ -84,6 +85,8 @@ def _typed(parsed: DataFrame, shape: Shape) -> DataFrame:
     columns: list[Column] = [
         connect_types.convert(F.col(f"{shape.column}.`{f['field']}`"), f).alias(f["field"]) for f in fields
     ]
+    if document_envelope(shape.schema):  # an update's change alone, for `patches.rebuilt`
+        columns.append(F.col(f"{shape.column}.patch").alias(PATCH))
     return row.select(
         *columns,
         F.col("p_epoch").alias("_cdc_epoch"),

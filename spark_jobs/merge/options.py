@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cdc_core.connector import DocumentPatches
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.promoted import Promoted
 
@@ -57,6 +58,7 @@ class MergeOptions:
     cluster_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
     broadcast_mb: int | None = None
     promoted: dict[str, tuple[Promoted, ...]] = field(default_factory=dict)
+    patches: DocumentPatches | None = None  # the source's change-only updates (`merge.patches`)
 
     def for_table(self, name: str, session_broadcast_mb: int = 0) -> TableOptions:
         """`session_broadcast_mb`: the limit when `broadcast_mb` is None."""

@@ -311,9 +311,13 @@ def image_type(shape: Shape) -> T.StructType:
     )
 
 
-def envelope_type(image: T.StructType) -> T.StructType:
-    """A change event's payload as parsed: its row images as `image`, with `PAYLOAD`."""
-    return T.StructType([T.StructField("before", image), T.StructField("after", image), *PAYLOAD.fields])
+def envelope_type(image: T.DataType, patch_field: str | None = None) -> T.StructType:
+    """A change event's payload as parsed: its row images as `image`, with `PAYLOAD`, and
+    a document source's change-only field (`DocumentPatches.field`) as JSON text."""
+    patch = [T.StructField(patch_field, T.StringType())] if patch_field else []
+    return T.StructType(
+        [T.StructField("before", image), T.StructField("after", image), *PAYLOAD.fields, *patch]
+    )
 
 
 # The fields of `PAYLOAD` that the merge reads, as top-level columns of `parse`'s output
@@ -332,10 +336,10 @@ FLAT = {
 }
 
 
-def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
+def parse(cuts: DataFrame, shapes: Shapes, patch_field: str | None = None) -> DataFrame:
     """`topic, key, schema_id, payload`, the `FLAT` fields and a `row_<n>` column per
     change-event schema (null on other records): each payload parsed once, with the
-    schema of its kind."""
+    schema of its kind. A document's row has its event's `patch_field` as `patch`."""
     payload = F.col("payload")
     rows = [s for s in shapes.all() if s.column]
     is_row = F.lit(False)
@@ -343,8 +347,11 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
     for shape in rows:
         this = (F.col("topic") == shape.topic) & (F.col("schema_id") == F.lit(shape.schema_id))
         is_row = is_row | this
-        image = T.StringType() if document_envelope(shape.schema) else image_type(shape)
-        full.append(F.when(this, F.from_json(payload, envelope_type(image))).alias(f"_{shape.column}"))
+        documents = document_envelope(shape.schema)
+        envelope = (
+            envelope_type(T.StringType(), patch_field) if documents else envelope_type(image_type(shape))
+        )
+        full.append(F.when(this, F.from_json(payload, envelope)).alias(f"_{shape.column}"))
     # A record `cut_known` left uncut (no schema id) is parsed later, the general way.
     other = ~is_row & F.col("schema_id").isNotNull()
     staged = cuts.drop("schema").select("*", F.when(other, F.from_json(payload, PAYLOAD)).alias("_p"), *full)
@@ -359,14 +366,15 @@ def parse(cuts: DataFrame, shapes: Shapes) -> DataFrame:
             found.append(column)
         return F.coalesce(*found) if len(found) > 1 else found[0]
 
-    images = [_image(s).alias(s.column) for s in rows]
+    images = [_image(s, patch_field).alias(s.column) for s in rows]
     fields = [flat(path).alias(name) for name, path in FLAT.items()]
     return staged.select("topic", "key", *carried(cuts), "schema_id", "payload", *fields, *images)
 
 
-def _image(shape: Shape) -> Column:
+def _image(shape: Shape, patch_field: str | None = None) -> Column:
     """A change event's row: its after image, or the before image of a delete. A document's
-    row takes its `_id` from the record key (a delete has no document without pre-images)."""
+    row takes its `_id` from the record key (a delete has no document without pre-images)
+    and its update's change alone as `patch` (`spark_jobs.merge.patches`)."""
     envelope = f"_{shape.column}"
     image = F.when(F.col(f"{envelope}.op") == "d", F.col(f"{envelope}.before")).otherwise(
         F.col(f"{envelope}.after")
@@ -374,7 +382,11 @@ def _image(shape: Shape) -> Column:
     if not document_envelope(shape.schema):
         return image
     key = F.coalesce(F.get_json_object("key", "$.payload.id"), F.get_json_object("key", "$.id"))
-    return F.when(F.col(envelope).isNotNull(), F.struct(key.alias("_id"), image.alias("document")))
+    patch = F.col(f"{envelope}.`{patch_field}`") if patch_field else F.lit(None).cast("string")
+    patch = F.when(F.col(f"{envelope}.op") == "u", patch)
+    return F.when(
+        F.col(envelope).isNotNull(), F.struct(key.alias("_id"), image.alias("document"), patch.alias("patch"))
+    )
 
 
 def reached_offsets(parsed: DataFrame) -> dict[str, dict[str, int]]:

@@ -10,6 +10,8 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
+from cdc_core.connector import DocumentPatches
+from cdc_core.connectors.mongodb.patch import apply_update
 from cdc_core.schema.history import SchemaHistory
 
 CAPTURE_MODES = (
@@ -98,6 +100,7 @@ class MongoDbConnector:
     system_databases = frozenset({"admin", "config", "local"})
     properties = PROPERTIES
     initial_snapshot_in_log = False  # `snapshot.mode: initial` is an incremental snapshot
+    document_patches = DocumentPatches("updateDescription", apply_update)
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
         from cdc_core.connectors.mongodb.source import MongoSource

@@ -119,6 +119,7 @@ class VitessConnector:
     properties = PROPERTIES
     # The copy phase of VStream takes the initial snapshot: no watermark snapshot at first start.
     initial_snapshot_in_log = True
+    document_patches = None  # its events carry whole rows
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
         from cdc_core.connectors.vitess.source import VitessSource

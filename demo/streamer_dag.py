@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from cdc_core.cli import status_document
 from cdc_core.config.connector_config import ConnectorConfig
@@ -45,6 +46,8 @@ def start(api: AirflowAPI, config: ConnectorConfig, timeout: float = 300, schedu
     already, say in an earlier demo) is a run triggered, and one triggered but left
     queued behind a scheduled run (the DAG runs one at a time) is deleted, not left behind."""
     dag_id = stream_dag(config)
+    if not scheduled_run_due(api, dag_id):
+        scheduled_wait = 0  # none comes: its next slot is later (an earlier demo ran this one)
     api.unpause(dag_id)
     began = time.monotonic()
     triggered: str | None = None
@@ -71,6 +74,13 @@ def start(api: AirflowAPI, config: ConnectorConfig, timeout: float = 300, schedu
     if triggered is not None and triggered != found[0] and api.run_state(dag_id, triggered) == "queued":
         api.delete_run(dag_id, triggered)
     return found[0]
+
+
+def scheduled_run_due(api: AirflowAPI, dag_id: str) -> bool:
+    """Whether unpausing makes the scheduler start a run now: its next run is due (or not
+    computed yet)."""
+    due = api.api("GET", f"/dags/{dag_id}").get("next_dagrun_run_after")
+    return due is None or datetime.fromisoformat(due) <= datetime.now(UTC)
 
 
 def running_pid(config: ConnectorConfig) -> int | None:

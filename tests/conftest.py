@@ -104,16 +104,62 @@ def kafka_bootstrap() -> str:
     return os.environ["TIDEMARK_KAFKA_BOOTSTRAP"]
 
 
-@pytest.fixture(scope="module")
-def airflow_server():
-    """The running Airflow (api-server, scheduler, worker) with the tests' DAG bundles;
-    started for a module that uses it if it is not running, and stopped after that module
-    (see tests/support/airflow_server.py): the other Airflow tests run `dag.test()` on the
-    same SQLite metadata database and must not meet a scheduler there."""
-    from tests.support.airflow_server import running_airflow
+class _RunningAirflow:
+    """The Airflow `airflow_server` started, kept from one test that uses it to the next:
+    the tests that use it run first and one after another (`pytest_collection_modifyitems`),
+    so one start serves them all, and it stops before the first test that does not use it
+    (those run `dag.test()` on the same SQLite metadata database and must not meet a
+    scheduler there)."""
 
-    with running_airflow() as server:
-        yield server
+    def __init__(self) -> None:
+        self.context = None
+        self.server = None
+
+    def get(self):
+        if self.server is not None and not services.Airflow().running():
+            self.stop()  # a test stopped it (`make down` in the demo's test)
+        if self.server is None:
+            from tests.support.airflow_server import running_airflow
+
+            self.context = running_airflow()
+            self.server = self.context.__enter__()
+        return self.server
+
+    def stop(self) -> None:
+        if self.context is not None:
+            context, self.context, self.server = self.context, None, None
+            context.__exit__(None, None, None)
+
+
+_AIRFLOW = _RunningAirflow()
+
+
+@pytest.fixture
+def airflow_server():
+    """The running Airflow (api-server, scheduler, worker) with the tests' DAG bundles,
+    started if it is not running (see tests/support/airflow_server.py and `_RunningAirflow`)."""
+    return _AIRFLOW.get()
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The tests that need a running Airflow first, in their order, the end-to-end ones
+    last of them (the demo's test ends with `make down`), then the rest."""
+
+    def group(item) -> int:
+        if "airflow_server" not in getattr(item, "fixturenames", ()):
+            return 2
+        return 1 if "/e2e/" in str(item.path) else 0
+
+    items.sort(key=group)
+
+
+def pytest_runtest_setup(item) -> None:
+    if "airflow_server" not in getattr(item, "fixturenames", ()):
+        _AIRFLOW.stop()
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    _AIRFLOW.stop()
 
 
 # The VTGate test double (fixture `vitess`) and the MongoDB test server (fixture `mongodb`).

@@ -34,7 +34,7 @@ def test_the_stream_merged_into_delta_equals_the_source(source, ns, tmp_path, sp
     c = source.connector(tmp_path / "connector", ns, {"incremental.snapshot.chunk.size": 64})
     proc = start_process(c)
     try:
-        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        wait_for(lambda: (c.state / "status.json").exists(), 60, message="the streamer to start")
         snap = signal(c, "execute-snapshot", {"data-collections": [source.collection(ns, "t")]})
         source.apply(ns, insert_rows("pairs", [{"a": 1, "b": "x", "v": 1}, {"a": 1, "b": "y", "v": 2}]))
         source.apply(

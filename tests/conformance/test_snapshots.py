@@ -88,7 +88,7 @@ def test_a_snapshot_under_writes_loses_no_row_and_never_goes_back(source, ns, tm
     proc = start_process(c)
     writer = Writer(source, ns, rows)
     try:
-        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        wait_for(lambda: (c.state / "status.json").exists(), 60, message="the streamer to start")
         writer.start()
         wait_for(lambda: writer.changes >= 20, 30, message="the writer to be under way")
         before_snapshot = writer.changes
@@ -141,7 +141,7 @@ def test_pause_resume_stop_and_a_hostile_condition_refused(source, ns, tmp_path)
         return (status(c).get("snapshots") or {}).get("running") or []
 
     try:
-        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        wait_for(lambda: (c.state / "status.json").exists(), 60, message="the streamer to start")
         hostile = [
             "id > 0; DELETE FROM t",
             "id = 1 OR (SELECT COUNT(*) FROM t) > 0",

@@ -119,7 +119,7 @@ def test_kill_9_inside_a_large_transaction_loses_nothing_and_repeats_identically
     topic = source.topic(c, ns, "t")
     proc = start_process(c)
     try:
-        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        wait_for(lambda: (c.state / "status.json").exists(), 60, message="the streamer to start")
         source.apply(
             ns, insert_rows("t", ({"id": i, "payload": f"row {i} " + "x" * 40} for i in range(rows)))
         )

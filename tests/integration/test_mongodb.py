@@ -87,55 +87,6 @@ def test_documents_of_every_shape_and_type_land_in_delta_and_read_back_equal(mon
     assert isinstance(merged["7"]["long"], Int64) and isinstance(merged["7"]["decimal"], Decimal128)
 
 
-def test_updates_that_carry_their_change_alone_land_as_whole_documents(mongodb, db, tmp_path, spark):
-    """`capture.mode: change_streams`: an update's event has its `updateDescription` and
-    no document; the merge rebuilds each document from the stored one (or the batch's
-    last whole one) and the changes since, in order, across two merges."""
-    from spark_jobs.delta_merge import run_local
-
-    items = db["items"]
-    items.insert_many(
-        [{"_id": i, "n": i, "tags": ["a", "b", "c"], "dims": {"w": i, "h": 1}} for i in range(8)]
-    )
-    c = connector(mongodb, tmp_path / "connector", db.name, {"capture.mode": "change_streams"})
-    root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
-
-    def captured(work) -> None:
-        proc = start_process(c)
-        try:
-            wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
-            work()
-            synced(db, c)
-            assert stop_process(proc) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        run_local(spark, c.config(), root, checkpoint)
-        assert delta_documents(spark, root, f"{db.name}.items") == source_documents(items)
-
-    def first() -> None:
-        signal(c, "cs-1", {"data-collections": [f"{db.name}.items"]})
-        wait_for(lambda: finished(c, "cs-1") is not None, 60, interval=0.3, message="the snapshot")
-        items.update_one({"_id": 1}, {"$set": {"dims.h": 5, "label": "one"}, "$inc": {"n": 10}})
-        items.update_one({"_id": 1}, {"$unset": {"dims.w": ""}, "$push": {"tags": "d"}})
-        items.insert_one({"_id": 100, "n": 0, "tags": []})  # whole in this batch, then changed
-        items.update_one({"_id": 100}, {"$set": {"tags.2": "x"}})
-        items.replace_one({"_id": 2}, {"only": "this"})
-        items.update_one({"_id": 2}, {"$set": {"more": True}})
-        items.delete_one({"_id": 3})
-
-    captured(first)
-    assert [e["after"] for e in payloads(c, f"{c.prefix}.{db.name}.items") if e["op"] == "u"][:1] == [None]
-
-    def second() -> None:  # changes alone: each document rebuilt from the stored one
-        items.update_one({"_id": 1}, {"$set": {"dims.h": 6}, "$pull": {"tags": "a"}})
-        items.update_one({"_id": 5}, {"$set": {"nested": {"deep": [1, 2]}}})
-        items.update_one({"_id": 5}, {"$set": {"nested.deep.1": 3}})
-        items.update_many({}, {"$inc": {"n": 1}})
-
-    captured(second)
-
-
 def test_mixed_id_types_are_chunked_in_bson_order_each_document_once(mongodb, db, tmp_path):
     ids = [None, -5, 2.5, 7, Int64(10), "a", "b", "zz", {"k": 1}, {"k": 2}, Binary(b"\x01", 0), ObjectId()]
     ids += [False, True, dt.datetime(2020, 1, 1, tzinfo=dt.UTC), dt.datetime(2021, 1, 1, tzinfo=dt.UTC)]

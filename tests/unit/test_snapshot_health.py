@@ -131,3 +131,29 @@ def test_the_wait_runs_the_chunk_job_again_on_a_stall_a_bounded_number_of_times(
     assert len(runs) == 1
     released = sensor.execute_complete({}, {"status": "released", "snapshot": {"tables": []}})
     assert released == {"tables": []}
+
+
+def test_a_snapshot_released_within_seconds_is_not_deferred_and_a_longer_one_is(monkeypatch):
+    """A deferral costs at least the trigger's settling time: the sensor watches in its
+    worker first (`watch_inline`), and defers only what is not done by then."""
+    from airflow.sdk.exceptions import TaskDeferred
+    from tidemark_airflow.sensors import snapshot as sensor_module
+    from tidemark_airflow.triggers import polling
+
+    sensor = sensor_module.SnapshotReleasedSensor(task_id="wait", connector="shop", signal_id="sig-1")
+    monkeypatch.setattr(sensor, "_config_file", lambda: ("c.yaml", 600.0, 60.0))
+    checks = []
+
+    def progress(_doc, _signal):
+        checks.append(time.monotonic())
+        return ("finished", {"tables": []}) if len(checks) >= 3 else ("running", {"tables": []})
+
+    monkeypatch.setattr(sensor_module.state, "status_of_file", lambda _path: {})
+    monkeypatch.setattr(sensor_module.state, "snapshot_progress", progress)
+    assert sensor.execute({}) == {"tables": []}  # the third check: no deferral
+    assert len(checks) == 3 and checks[-1] - checks[0] >= 1.5
+
+    monkeypatch.setattr(sensor_module.state, "snapshot_progress", lambda *_: ("running", {"tables": []}))
+    monkeypatch.setattr(sensor_module, "watch_inline", lambda check, **kw: polling.watch_inline(check, 0.3))
+    with pytest.raises(TaskDeferred):
+        sensor.execute({})

@@ -16,6 +16,7 @@ from airflow.sdk.exceptions import AirflowException
 from tidemark_airflow.hooks import state
 from tidemark_airflow.hooks.source import TidemarkSourceHook
 from tidemark_airflow.operators.spark_jobs import chunk_job_args, submit_job
+from tidemark_airflow.triggers.polling import watch_inline
 from tidemark_airflow.triggers.snapshot import SnapshotReleasedTrigger
 
 
@@ -52,9 +53,15 @@ class SnapshotReleasedSensor(BaseSensorOperator):
         if not self.deferrable:
             return super().execute(context)
         config_file, _, _ = self._config_file()
-        where, snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
-        if where == "finished":  # no deferral for what is done (see triggers/polling.py)
-            return self.execute_complete(context, {"status": "released", "snapshot": snap})
+
+        def released() -> dict[str, Any] | None:
+            where, snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
+            return {"status": "released", "snapshot": snap} if where == "finished" else None
+
+        # No deferral for what is done, or done within seconds (see triggers/polling.py).
+        event = watch_inline(released, poll=min(self.poll_seconds, 1.0))
+        if event is not None:
+            return self.execute_complete(context, event)
         self._wait(reruns=0)
 
     def _wait(self, reruns: int) -> None:

@@ -11,6 +11,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from tidemark_airflow.hooks import state
 from tidemark_airflow.hooks.source import TidemarkSourceHook
+from tidemark_airflow.triggers.polling import watch_inline
 from tidemark_airflow.triggers.streamer import StreamerHealthTrigger
 
 
@@ -26,10 +27,15 @@ class StreamerHealthSensor(BaseSensorOperator):
 
     def execute(self, context: Any) -> Any:
         hook = TidemarkSourceHook(self.connector)
-        health = state.streamer_health(
-            state.status_of_file(hook.config_file()), hook.config().get("airflow.streamer.max.lag.seconds")
-        )
-        if health["healthy"]:  # no deferral for what holds already (see triggers/polling.py)
+        max_lag = hook.config().get("airflow.streamer.max.lag.seconds")
+
+        def healthy() -> dict[str, Any] | None:
+            health = state.streamer_health(state.status_of_file(hook.config_file()), max_lag)
+            return health if health["healthy"] else None
+
+        # No deferral for what holds, or holds within seconds (see triggers/polling.py).
+        health = watch_inline(healthy)
+        if health is not None:
             return self.execute_complete(context, health)
         self.defer(
             trigger=StreamerHealthTrigger(

@@ -7,18 +7,36 @@ before it has processed the executor's "success" event of the worker that deferr
 apache/airflow#67287, #71580, #72716). Seen after a clean `make demo`: a streamer health
 check whose trigger fired two seconds after deferral ended `failed`, with nothing in its
 log. The deferring worker's event arrives within a few seconds, so a trigger that waits
-longer never meets the race. The sensors check once before deferring, so a condition
-that already holds costs no deferral and no wait at all."""
+longer never meets the race. So a deferral costs at least that long: the sensors watch
+the condition in the worker for `INLINE_SECONDS` before they defer (`watch_inline`), and
+a condition that holds by then (a small snapshot released just after its chunk job, a
+streamer that reports within seconds) costs no deferral and no settling time."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from airflow.triggers.base import BaseTrigger
 
 SETTLE_SECONDS = 15.0
+# A sensor's wait in its worker before it defers: about what a deferral costs at least.
+INLINE_SECONDS = SETTLE_SECONDS + 5
+T = TypeVar("T")
+
+
+def watch_inline(
+    check: Callable[[], T | None], seconds: float = INLINE_SECONDS, poll: float = 1.0
+) -> T | None:
+    """`check()`'s first result that is not None, polled for up to `seconds`; None after."""
+    deadline = time.monotonic() + seconds
+    while True:
+        result = check()
+        if result is not None or time.monotonic() >= deadline:
+            return result
+        time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
 
 
 class StatePollingTrigger(BaseTrigger):

@@ -184,6 +184,12 @@ class TypeMapper(Protocol):
         value, whether the log, a chunk read or a staged file gave it."""
         ...
 
+    def key_event_value(self, column: Column) -> Callable[[Any], Any]:
+        """A canonical key value (`key_value`'s) as the column's event value, as a
+        snapshot release names the keys it leaves out and the merge compares them with the
+        staged rows. Where the canonical form is a source value, `map_column`'s convert."""
+        ...
+
 
 @dataclass
 class SourceStatus:

@@ -305,9 +305,12 @@ class Dispatcher:
         for name in item.key_columns:
             position = schema.position(name)
             assert position is not None
-            mappings.append((name, self.types.map_column(schema.columns[position], optional=False)))
+            column = schema.columns[position]
+            mappings.append(
+                (name, self.types.map_column(column, optional=False), self.types.key_event_value(column))
+            )
         excluded = [
-            {name: mapping.convert(v) for (name, mapping), v in zip(mappings, key, strict=True)}
+            {name: event_value(v) for (name, _, event_value), v in zip(mappings, key, strict=True)}
             for key in item.excluded_keys
         ]
         payload = {
@@ -319,7 +322,7 @@ class Dispatcher:
             "key_columns": list(item.key_columns),
             # The key fields' Connect schemas: the merge turns the excluded keys (event
             # values) into the staged columns' types with them, as it does an event's row.
-            "key_schema": [mapping.schema for _, mapping in mappings],
+            "key_schema": [mapping.schema for _, mapping, _ in mappings],
             # A document collection's staged document is its JSON text; Delta holds a VARIANT.
             "documents": schema.documents,
             "excluded_keys": excluded,

@@ -39,6 +39,9 @@ class FakeSource:
             def map_column(self, column, optional=None):
                 return map_column(column, TypeModes(), optional)
 
+            def key_event_value(self, column):
+                return self.map_column(column, optional=False).convert
+
         return Mapper()
 
     def source_schema(self):

@@ -123,5 +123,10 @@ class MongoTypeMapper:
         every key: Python does not order these texts as MongoDB orders the values."""
         return lambda v: None if v is None else relaxed(v)
 
+    def key_event_value(self, column: Column) -> Callable[[Any], Any]:
+        """An `_id`'s canonical form is already its event value (the key's relaxed text);
+        encoding it again would name a key no staged row has."""
+        return lambda v: v
+
 
 __all__ = ["DOCUMENT", "ID", "IDENTITY", "DocumentShaper", "MongoTypeMapper", "collection_schema"]

@@ -63,6 +63,9 @@ class MySqlTypeMapper:
 
         return key_value(column)
 
+    def key_event_value(self, column: Column) -> Converter:
+        return self.map_column(column, optional=False).convert  # canonical keys are source values
+
 
 INT_TYPES = {"TINYINT": 8, "SMALLINT": 16, "MEDIUMINT": 24, "INT": 32, "BIGINT": 64}
 CHAR_TYPES = {"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"}

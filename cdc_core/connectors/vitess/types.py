@@ -72,6 +72,9 @@ class VitessTypeMapper:
 
         return key_value(column)
 
+    def key_event_value(self, column: Column) -> Converter:
+        return self.map_column(column, optional=False).convert  # canonical keys are source values
+
 
 def _null_safe(convert: Converter, optional: bool, column: Column) -> Converter:
     if optional:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import straightforward_merge
+from bench.merge_kafka import to_kafka
 from cdc_core.events.connect_schema import envelope_schema, field, key_schema, row_schema, struct
 from cdc_core.transactions import TRANSACTION_KEY_SCHEMA, TRANSACTION_VALUE_SCHEMA
 
@@ -162,7 +163,7 @@ def events(spark, out: str, count: int, table_rows: int, txn_size: int) -> None:
 def deduplicated(spark, records: str, out: str) -> None:
     """The same batch parsed and reduced to the newest event per key, in the table's
     types: the bare MERGE's input, prepared outside its timing."""
-    from spark_jobs.delta_merge import parsed_batch
+    from spark_jobs.merge.batches import parsed_batch
     from spark_jobs.merge.changes import newest_per_key, table_changes
 
     with parsed_batch(spark.read.parquet(records), PREFIX) as (parsed, shapes):
@@ -195,52 +196,6 @@ def json_floor(spark, read: Callable[[], Any]) -> float:
     )
     parsed.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started
-
-
-def to_kafka(spark, records: str, servers: str) -> Callable[[], Any]:
-    """The records written to Kafka (their topics, as the streamer would have) and a
-    reader of just them, as the merge job reads a batch: offsets from the topics' ends
-    before the load to their ends after it."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    from spark_jobs.delta_merge import kafka_records
-
-    topics = [TOPIC, f"{PREFIX}.transaction"]
-    consumer = Consumer({"bootstrap.servers": servers, "group.id": "tidemark-bench"})
-
-    def ends() -> dict[str, dict[str, int]]:
-        out: dict[str, dict[str, int]] = {}
-        for topic in topics:
-            parts = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-            for p in parts:
-                high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                out.setdefault(topic, {})[str(p)] = high
-        return out
-
-    try:
-        before = ends()
-        spark.read.parquet(records).select("topic", "key", "value").write.format("kafka").option(
-            "kafka.bootstrap.servers", servers
-        ).save()
-        end = ends()
-    finally:
-        consumer.close()
-    # A partition that did not exist before the load starts at 0.
-    start = {t: {p: before.get(t, {}).get(p, 0) for p in parts} for t, parts in end.items()}
-    options = {
-        "subscribe": ",".join(topics),
-        "startingOffsets": json.dumps(start),
-        "endingOffsets": json.dumps(end),
-    }
-    return lambda: kafka_records(spark.read, servers, None, **options)
-
-
-def same_table(spark, ours: str, theirs: str) -> bool:
-    """Whether two merged tables hold the same rows (bookkeeping but the transaction id
-    included: the straightforward merge keeps tombstones too)."""
-    a = spark.read.format("delta").load(ours)
-    b = spark.read.format("delta").load(theirs).select(*a.columns)
-    return a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty()
 
 
 def clone(spark, source: str, target: str) -> None:
@@ -352,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             deduped_rows = spark.read.parquet(deduped).count()
             if args.source == "kafka":
                 print(f"writing the events to Kafka at {args.bootstrap} ...", flush=True)
-                read = to_kafka(spark, records, args.bootstrap)
+                read = to_kafka(spark, records, args.bootstrap, [TOPIC, f"{PREFIX}.transaction"])
             else:
                 read = partial(spark.read.parquet, records)
             ours, ours_merge, ours_phases, bare, floor_json, plain = [], [], [], [], [], []
@@ -383,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 floor = spark.read.format("delta").load(bare_path).count()
                 if live != floor:
                     print(f"  WARNING: the merged table has {live:,} live rows, the bare MERGE's {floor:,}")
-                if not same_table(spark, f"{ours_root}/bench.t", plain_path):
+                if not straightforward_merge.same_table(spark, f"{ours_root}/bench.t", plain_path):
                     print("  WARNING: Tidemark's table and the straightforward merge's differ")
                 shutil.rmtree(work / "run", ignore_errors=True)
             best = min(range(args.rounds), key=lambda i: ours[i])

@@ -21,8 +21,6 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,21 +31,17 @@ from pyspark.sql import functions as F
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
-from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
 from spark_jobs.merge import evolution, patches, promoted
+from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
 from spark_jobs.merge.changes import PATCH, estimated_bytes, newest_per_key, table_changes
 from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
+from spark_jobs.merge.kafka_source import kafka_records
 from spark_jobs.merge.known_schemas import KnownSchemas
+from spark_jobs.merge.lease import merge_lease
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
 from spark_jobs.merge.records import (
     Shapes,
     carried,
-    census,
-    check_recognised,
-    collect_shapes,
-    cut,
-    cut_known,
-    parse,
     reached_offsets,
     value_text,
 )
@@ -56,18 +50,6 @@ from spark_jobs.merge.scd2 import merge_history
 from spark_jobs.merge.transactions import PendingStore, split_complete
 
 log = logging.getLogger("spark_jobs.delta_merge")
-
-
-def data_topics(prefix: str) -> str:
-    """The regex of the topics the merge reads: the connector's per-table topics, its
-    snapshot release records and its transaction BEGIN/END records (not the schema-change
-    topic named after the prefix itself)."""
-    return rf"{re.escape(prefix)}\.([^.]+\.[^.]+|snapshot_releases|transaction)"
-
-
-def boundary_topics(prefix: str) -> set[str]:
-    """The topics whose records carry no row: transaction BEGIN/END and snapshot releases."""
-    return {f"{prefix}.transaction", f"{prefix}.snapshot_releases"}
 
 
 def apply_batch(
@@ -147,65 +129,6 @@ def _phase(phase: str, started: float, message: str, *args: Any) -> None:
     merge benchmark prints each phase)."""
     seconds = time.monotonic() - started
     log.info(f"{message} in %.1fs", *args, seconds, extra={"phase": phase, "seconds": seconds})
-
-
-@contextmanager
-def parsed_batch(
-    records: DataFrame, prefix: str, known: KnownSchemas | None = None, patch_field: str | None = None
-) -> Iterator[tuple[DataFrame, Shapes]]:
-    """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes.
-
-    Records whose schema is known (`known`: from earlier batches of the run and a sample
-    of this one) are cut by prefix and parsed in one pass. The others, if any, are cut by
-    searching, their schemas collected, then parsed (cut again the slow way if the fast
-    search cut wrong). Records that are not JSON events fail the batch before anything is
-    merged. `patch_field`: a document source's change-only field (`DocumentPatches`)."""
-    known = known if known is not None else KnownSchemas()
-    known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
-    known.sample(records)
-    not_rows = boundary_topics(prefix)
-    first = known.shapes(records.sparkSession, not_rows)
-    pairs = known.pairs()
-    cached: list[DataFrame] = []
-    try:
-        parsed, counts = None, {}
-        if pairs:
-            parsed = parse(cut_known(records, pairs), first, patch_field).persist()
-            cached.append(parsed)
-            counts = census(parsed)
-        shapes = first.only(set(counts))
-        uncut = {topic for topic, schema_id in counts if schema_id is None}
-        if parsed is None or uncut:
-            log.info("schemas not known yet on %s: cut by search", sorted(uncut) or "every topic")
-            # The records `cut_known` left are in the cache with their value as payload.
-            rest_records = (
-                records
-                if parsed is None
-                else parsed.where(F.col("schema_id").isNull() & F.col("payload").isNotNull()).select(
-                    "topic", "key", *carried(parsed), F.col("payload").alias("value")
-                )
-            )
-            for fast in (True, False):
-                cuts = cut(rest_records, fast).persist()
-                more = collect_shapes(cuts, fast, not_rows).adopting(shapes)
-                if not more.cut_wrong:
-                    break
-                cuts.unpersist()
-            rest = parse(cuts, more, patch_field).persist()
-            cached.append(rest)
-            rest.count()  # built from `cuts` before they go
-            cuts.unpersist()
-            if parsed is not None:
-                done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
-                rest = done.unionByName(rest, allowMissingColumns=True)
-            parsed, shapes = rest, shapes | more
-            counts = census(parsed)
-        check_recognised(parsed, counts)
-        known.learn(shapes)
-        yield parsed, shapes.counted(counts)
-    finally:
-        for frame in cached:
-            frame.unpersist()
 
 
 def merge_parsed(
@@ -311,32 +234,6 @@ def table_schema(spark: SparkSession, path: str) -> Any:
 
 
 # ---------------------------------------------------------------------------- Kafka
-
-
-def kafka_records(reader: Any, servers: str, min_partitions: int | None, **options: str) -> DataFrame:
-    """Kafka records as `topic, partition, offset, key, value` (texts) through `reader`
-    (`spark.read` for a batch, `spark.readStream` for a stream), with the Kafka source's
-    `options` (which topics, from and to which offsets).
-
-    `min_partitions` (default: the session's parallelism): a batch is read in that many
-    tasks at least, a topic partition's offsets split between them. Without it every topic partition is one task, and a batch
-    of one busy table is parsed on one core. Splitting loses nothing: a batch is merged as
-    a set, ordered by order key, not by arrival."""
-    tasks = min_partitions or SparkSession.active().sparkContext.defaultParallelism
-    frame = (
-        reader.format("kafka")
-        .option("kafka.bootstrap.servers", servers)
-        .option("minPartitions", str(tasks))
-        .options(**options)
-        .load()
-    )
-    return frame.select(
-        "topic",
-        "partition",
-        "offset",
-        F.col("key").cast("string").alias("key"),
-        F.col("value").cast("string").alias("value"),
-    )
 
 
 def run_kafka(
@@ -485,33 +382,6 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run_local(spark, config, args.delta_root, args.checkpoint, options)
     return 0
-
-
-@contextmanager
-def merge_lease(checkpoint: str, wait_seconds: float = 3600) -> Iterator[None]:
-    """One merge per checkpoint at a time (a scheduled merge and a snapshot's merge may
-    start together): the second waits for the first. A remote checkpoint relies on the
-    scheduler running one merge per connector."""
-    if "://" in checkpoint and not checkpoint.startswith("file:"):
-        yield
-        return
-    from cdc_core.pipeline.streamer import Lease, LeaseError
-
-    path = Path(checkpoint.removeprefix("file:")) / "merge.lock"
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:
-            lease = Lease(path)
-            break
-        except LeaseError:
-            if time.monotonic() > deadline:
-                raise
-            log.info("another merge holds %s; waiting", path)
-            time.sleep(2)
-    try:
-        yield
-    finally:
-        lease.release()
 
 
 if __name__ == "__main__":

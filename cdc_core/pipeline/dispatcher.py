@@ -35,6 +35,7 @@ from cdc_core.events.envelope import (
 )
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
+from cdc_core.pipeline.release_payload import release_payload
 from cdc_core.schema.model import TableId
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.source import (
@@ -300,36 +301,7 @@ class Dispatcher:
         if self._rows_in_txn <= self._suppress_rows:
             self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
-        schema = item.table
-        mappings = []
-        for name in item.key_columns:
-            position = schema.position(name)
-            assert position is not None
-            column = schema.columns[position]
-            mappings.append(
-                (name, self.types.map_column(column, optional=False), self.types.key_event_value(column))
-            )
-        excluded = [
-            {name: event_value(v) for (name, _, event_value), v in zip(mappings, key, strict=True)}
-            for key in item.excluded_keys
-        ]
-        payload = {
-            "snapshot": item.snapshot,
-            "window": item.window,
-            "data_collection": collection,
-            "staged": item.staged,
-            "rows": item.rows,
-            "key_columns": list(item.key_columns),
-            # The key fields' Connect schemas: the merge turns the excluded keys (event
-            # values) into the staged columns' types with them, as it does an event's row.
-            "key_schema": [mapping.schema for _, mapping, _ in mappings],
-            # A document collection's staged document is its JSON text; Delta holds a VARIANT.
-            "documents": schema.documents,
-            "excluded_keys": excluded,
-            "source": item.source,
-            "ts_ms": item.ts_ms,
-            "transaction": block,
-        }
+        payload = release_payload(item, self.types, block)
         key = self.key_serializer.wrap(None, {"data_collection": collection, "window": item.window})
         record = Record(f"{self.prefix}.snapshot_releases", key, self.value_serializer.wrap(None, payload))
         self._emit(self._with_begin([record]), self._row_offset(), out)

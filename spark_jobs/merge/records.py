@@ -32,6 +32,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
+from spark_jobs.merge.census import Census
 
 RECORDS = "topic STRING, key STRING, value STRING"
 # A record's place in its topic, when the source gives one (Kafka): carried through the
@@ -40,7 +41,7 @@ RECORDS = "topic STRING, key STRING, value STRING"
 POSITION = ("partition", "offset")
 OPEN, CUT = '{"schema":', ',"payload":'  # a value in the streamer's form: OPEN schema CUT payload }
 _WRAPPED = "schema STRING, payload STRING"
-_TRANSACTION = T.StructType(
+TRANSACTION_BLOCK = T.StructType(
     [
         T.StructField("id", T.StringType()),
         T.StructField("total_order", T.LongType()),
@@ -68,7 +69,7 @@ PAYLOAD = T.StructType(
                 ]
             ),
         ),
-        T.StructField("transaction", _TRANSACTION),
+        T.StructField("transaction", TRANSACTION_BLOCK),
         T.StructField("status", T.StringType()),
         T.StructField("id", T.StringType()),
         T.StructField("data_collections", _COUNTS),
@@ -170,9 +171,6 @@ def value_text(schemas: dict[int, str]) -> Column:
         schema = F.when(F.col("schema_id") == F.lit(schema_id), F.lit(text)).otherwise(schema)
     wrapped = F.concat(F.lit(OPEN), schema, F.lit(CUT), F.col("payload"), F.lit("}"))
     return F.when(schema.isNotNull(), wrapped).otherwise(F.col("payload"))
-
-
-Census = dict[tuple[str, int], tuple[int, int]]  # (topic, schema id) -> (records, unrecognised)
 
 
 @dataclass(frozen=True)
@@ -404,37 +402,3 @@ def reached_offsets(parsed: DataFrame) -> dict[str, dict[str, int]]:
     for row in rows:
         reached.setdefault(row.topic, {})[str(row.partition)] = row.offset
     return reached
-
-
-def recognised() -> Column:
-    """The payload parsed as a record the merge knows: a change event (`op`), a
-    transaction boundary (`status`) or a release (`data_collection`). Malformed JSON
-    parses to all-null fields, so it is not."""
-    return F.coalesce(F.col("p_op"), F.col("p_status"), F.col("p_data_collection")).isNotNull()
-
-
-def census(parsed: DataFrame) -> Census:
-    """Per (topic, schema id) of the records that have a payload: how many, and how many
-    of them are not a recognised event. One aggregation; it also fills the cache."""
-    rows = (
-        parsed.where(F.col("payload").isNotNull())
-        .groupBy("topic", "schema_id")
-        .agg(F.count("*").alias("n"), F.count(F.when(~recognised(), 1)).alias("bad"))
-        .collect()
-    )
-    return {(r.topic, r.schema_id): (r.n, r.bad) for r in rows}
-
-
-def check_recognised(parsed: DataFrame, counts: Census | None = None) -> None:
-    """Records whose payload is not a JSON event are an error naming the topic: merging
-    around them would lose them."""
-    counts = census(parsed) if counts is None else counts
-    bad: dict[str, int] = {}
-    for (topic, _), (_, n) in counts.items():
-        if n:
-            bad[topic] = bad.get(topic, 0) + n
-    if bad:
-        detail = ", ".join(f"{n} on {topic}" for topic, n in sorted(bad.items()))
-        raise TidemarkError(
-            f"records whose value is not a JSON event ({detail}): nothing of this batch was merged"
-        )

@@ -164,7 +164,7 @@ def test_a_kafka_batch_of_one_topic_partition_is_read_in_several_tasks_and_whole
     tasks, and every record is read exactly once."""
     from confluent_kafka import Producer
 
-    from spark_jobs.delta_merge import kafka_records
+    from spark_jobs.merge.kafka_source import kafka_records
 
     topic = f"tidemark-split-{uuid.uuid4().hex}"  # a broker kept between runs has the old ones
     producer = Producer({"bootstrap.servers": kafka_bootstrap})

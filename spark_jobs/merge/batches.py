@@ -1,0 +1,96 @@
+"""A batch of records parsed once, and the topics a merge reads (`spark_jobs.delta_merge`)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
+from spark_jobs.merge.census import census, check_recognised
+from spark_jobs.merge.known_schemas import KnownSchemas
+from spark_jobs.merge.records import (
+    Shapes,
+    carried,
+    collect_shapes,
+    cut,
+    cut_known,
+    parse,
+)
+
+log = logging.getLogger("spark_jobs.delta_merge")
+
+
+def data_topics(prefix: str) -> str:
+    """The regex of the topics the merge reads: the connector's per-table topics, its
+    snapshot release records and its transaction BEGIN/END records (not the schema-change
+    topic named after the prefix itself)."""
+    return rf"{re.escape(prefix)}\.([^.]+\.[^.]+|snapshot_releases|transaction)"
+
+
+def boundary_topics(prefix: str) -> set[str]:
+    """The topics whose records carry no row: transaction BEGIN/END and snapshot releases."""
+    return {f"{prefix}.transaction", f"{prefix}.snapshot_releases"}
+
+
+@contextmanager
+def parsed_batch(
+    records: DataFrame, prefix: str, known: KnownSchemas | None = None, patch_field: str | None = None
+) -> Iterator[tuple[DataFrame, Shapes]]:
+    """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes.
+
+    Records whose schema is known (`known`: from earlier batches of the run and a sample
+    of this one) are cut by prefix and parsed in one pass. The others, if any, are cut by
+    searching, their schemas collected, then parsed (cut again the slow way if the fast
+    search cut wrong). Records that are not JSON events fail the batch before anything is
+    merged. `patch_field`: a document source's change-only field (`DocumentPatches`)."""
+    known = known if known is not None else KnownSchemas()
+    known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
+    known.sample(records)
+    not_rows = boundary_topics(prefix)
+    first = known.shapes(records.sparkSession, not_rows)
+    pairs = known.pairs()
+    cached: list[DataFrame] = []
+    try:
+        parsed, counts = None, {}
+        if pairs:
+            parsed = parse(cut_known(records, pairs), first, patch_field).persist()
+            cached.append(parsed)
+            counts = census(parsed)
+        shapes = first.only(set(counts))
+        uncut = {topic for topic, schema_id in counts if schema_id is None}
+        if parsed is None or uncut:
+            log.info("schemas not known yet on %s: cut by search", sorted(uncut) or "every topic")
+            # The records `cut_known` left are in the cache with their value as payload.
+            rest_records = (
+                records
+                if parsed is None
+                else parsed.where(F.col("schema_id").isNull() & F.col("payload").isNotNull()).select(
+                    "topic", "key", *carried(parsed), F.col("payload").alias("value")
+                )
+            )
+            for fast in (True, False):
+                cuts = cut(rest_records, fast).persist()
+                more = collect_shapes(cuts, fast, not_rows).adopting(shapes)
+                if not more.cut_wrong:
+                    break
+                cuts.unpersist()
+            rest = parse(cuts, more, patch_field).persist()
+            cached.append(rest)
+            rest.count()  # built from `cuts` before they go
+            cuts.unpersist()
+            if parsed is not None:
+                done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
+                rest = done.unionByName(rest, allowMissingColumns=True)
+            parsed, shapes = rest, shapes | more
+            counts = census(parsed)
+        check_recognised(parsed, counts)
+        known.learn(shapes)
+        yield parsed, shapes.counted(counts)
+    finally:
+        for frame in cached:
+            frame.unpersist()

@@ -1,0 +1,34 @@
+"""Kafka records as the merge reads them, in a batch or as a stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+
+def kafka_records(reader: Any, servers: str, min_partitions: int | None, **options: str) -> DataFrame:
+    """Kafka records as `topic, partition, offset, key, value` (texts) through `reader`
+    (`spark.read` for a batch, `spark.readStream` for a stream), with the Kafka source's
+    `options` (which topics, from and to which offsets).
+
+    `min_partitions` (default: the session's parallelism): a batch is read in that many
+    tasks at least, a topic partition's offsets split between them. Without it every topic partition is one task, and a batch
+    of one busy table is parsed on one core. Splitting loses nothing: a batch is merged as
+    a set, ordered by order key, not by arrival."""
+    tasks = min_partitions or SparkSession.active().sparkContext.defaultParallelism
+    frame = (
+        reader.format("kafka")
+        .option("kafka.bootstrap.servers", servers)
+        .option("minPartitions", str(tasks))
+        .options(**options)
+        .load()
+    )
+    return frame.select(
+        "topic",
+        "partition",
+        "offset",
+        F.col("key").cast("string").alias("key"),
+        F.col("value").cast("string").alias("value"),
+    )

@@ -47,6 +47,7 @@ from spark_jobs.merge.records import (
 )
 from spark_jobs.merge.releases import Release, parse_release, release_rows
 from spark_jobs.merge.scd2 import merge_history
+from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete
 
 log = logging.getLogger("spark_jobs.delta_merge")
@@ -181,12 +182,15 @@ def merge_parsed(
         # Every table is checked before any is merged: a refused change applies nothing.
         widen = stored is not None and evolution.check(name, stored, rows.schema)
         plans.append((name, path, rows, keys, widen, stored, table))
-    for name, path, rows, keys, widen, stored, table in plans:
+    parallel = (options or MergeOptions()).parallel_tables
+
+    def land(session: SparkSession, plan: tuple[Any, ...]) -> None:
+        name, path, rows, keys, widen, stored, table = plan
         started = time.monotonic()
         if stored is not None and table.promoted:
-            promoted.fill_new(spark, path, stored, table.promoted)
+            promoted.fill_new(session, path, stored, table.promoted)
         if widen:
-            enable_type_widening(spark, path)
+            enable_type_widening(session, path)
         topic = f"{prefix}.{name}"
         metadata: dict[str, Any] = {"topic": topic, "reached": reached.get(topic)}
         if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
@@ -194,13 +198,13 @@ def merge_parsed(
             metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
         layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
         if table.scd2:
-            merge_history(spark, path, rows, keys, {"tidemark": metadata}, **layout)
+            merge_history(session, path, rows, keys, {"tidemark": metadata}, **layout)
         else:
             # At most one row per event of the table (and per released row, counted apart).
             events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
             small = estimated_bytes(rows.schema, events_in_batch) <= table.broadcast_bytes
             merge_changes(
-                spark,
+                session,
                 path,
                 newest_per_key(rows, keys),
                 keys,
@@ -210,6 +214,8 @@ def merge_parsed(
                 derived={p.field: promoted.DOCUMENT_COLUMN for p in table.promoted},
             )
         _phase("merge", started, "%s merged", name)
+
+    merge_each(spark, plans, land, parallel)
     return len(plans)
 
 
@@ -352,6 +358,12 @@ def main(argv: list[str] | None = None) -> int:
         "default: an eighth of the driver's and executors' memory)",
     )
     parser.add_argument(
+        "--parallel-tables",
+        type=int,
+        default=DEFAULT_PARALLEL_TABLES,
+        help=f"tables of a batch MERGEd at once (default {DEFAULT_PARALLEL_TABLES}; 1: one after another)",
+    )
+    parser.add_argument(
         "--kafka-min-partitions",
         type=int,
         help="read each Kafka batch in at least this many tasks (default: the session's parallelism)",
@@ -362,7 +374,9 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.session import build_session
 
     config = load_config(args.config)
-    options = MergeOptions.from_args(args.scd2, args.partition_by, args.cluster_by, args.broadcast_mb)
+    options = MergeOptions.from_args(
+        args.scd2, args.partition_by, args.cluster_by, args.broadcast_mb, args.parallel_tables
+    )
     if args.kafka_min_partitions is not None and args.kafka_min_partitions < 1:
         raise SystemExit(f"--kafka-min-partitions must be 1 or more, not {args.kafka_min_partitions}")
     if config.get("sink.type") != "kafka" and args.trigger != "available-now":

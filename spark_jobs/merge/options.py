@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from cdc_core.connector import DocumentPatches
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.promoted import Promoted
+from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES
 
 # Without --broadcast-mb, a batch is broadcast in its MERGE when estimated at most this
 # share of the memory of the JVMs that hold it (the driver builds it, every executor
@@ -51,7 +52,8 @@ class MergeOptions:
     (0: never; None: `default_broadcast_mb` of the session). Each task then holds the
     batch in memory, so this bounds the memory a merge adds per executor (and on the
     driver, which builds it). `promoted`: per collection, the document fields promoted to
-    columns (`spark_jobs.merge.promoted`, from the connector's configuration)."""
+    columns (`spark_jobs.merge.promoted`, from the connector's configuration).
+    `parallel_tables`: how many of a batch's tables are MERGEd at once."""
 
     scd2: str | None = None
     partition_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -59,6 +61,7 @@ class MergeOptions:
     broadcast_mb: int | None = None
     promoted: dict[str, tuple[Promoted, ...]] = field(default_factory=dict)
     patches: DocumentPatches | None = None  # the source's change-only updates (`merge.patches`)
+    parallel_tables: int = DEFAULT_PARALLEL_TABLES  # tables MERGEd at once (`merge.table_pool`)
 
     def for_table(self, name: str, session_broadcast_mb: int = 0) -> TableOptions:
         """`session_broadcast_mb`: the limit when `broadcast_mb` is None."""
@@ -78,6 +81,7 @@ class MergeOptions:
         partition_by: Sequence[str] = (),
         cluster_by: Sequence[str] = (),
         broadcast_mb: int | None = None,
+        parallel_tables: int = DEFAULT_PARALLEL_TABLES,
     ) -> MergeOptions:
         if scd2:
             try:
@@ -86,11 +90,14 @@ class MergeOptions:
                 raise TidemarkError(f"--scd2 is not a regular expression: {exc}") from None
         if broadcast_mb is not None and broadcast_mb < 0:
             raise TidemarkError(f"--broadcast-mb must be 0 (never) or more, not {broadcast_mb}")
+        if parallel_tables < 1:
+            raise TidemarkError(f"--parallel-tables must be 1 or more, not {parallel_tables}")
         return cls(
             scd2,
             _per_table(partition_by, "--partition-by"),
             _per_table(cluster_by, "--cluster-by"),
             broadcast_mb,
+            parallel_tables=parallel_tables,
         )
 
 

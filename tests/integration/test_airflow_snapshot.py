@@ -11,6 +11,7 @@ import random
 import signal
 import threading
 import time
+from datetime import timedelta
 
 import psutil
 import pytest
@@ -122,6 +123,8 @@ def test_snapshot_dag_finishes_through_killed_chunk_jobs_and_streamers(
         writer.start()
         chaos.start()
         dag = load_dag("tidemark_snapshot.py", "tidemark_snapshot")
+        # The retries are under test, not their 15 s pause (two of them: half a minute idle).
+        dag.get_task("chunk_job").retry_delay = timedelta(seconds=1)
         run = dag.test(run_conf=form(scratch_db))
         chaos.stop()
         writer.stop()

@@ -132,6 +132,38 @@ def test_each_commit_records_the_source_offsets_it_reached(spark, tmp_path):
     assert json.loads(last.userMetadata) == {"tidemark": {"topic": TOPIC, "reached": 2}}
 
 
+def test_tables_merged_side_by_side_each_commit_their_own_positions(spark, tmp_path):
+    """Four tables MERGEd at once (`--parallel-tables`), each in a session of its own: every
+    commit records its own table's topic and offsets (a commit's user metadata is a
+    session setting, which one shared session would swap between tables)."""
+    import json
+
+    from delta.tables import DeltaTable
+
+    from spark_jobs.delta_merge import apply_batch
+    from spark_jobs.merge.options import MergeOptions
+
+    records, reached = [], {}
+    for t in range(5):
+        topic = f"tm.shop.accounts_{t}"
+        these = [
+            {**event("c", (0, t, k), after=row(k, f"t{t}-{k}")), "topic": topic} for k in range(1, t + 2)
+        ]
+        records += these
+        reached[topic] = 100 + t
+    frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+    apply_batch(spark, frame, str(tmp_path), "tm", reached, options=MergeOptions(parallel_tables=4))
+    for t in range(5):
+        path = f"{tmp_path}/shop.accounts_{t}"
+        last = DeltaTable.forPath(spark, path).history(1).collect()[0]
+        assert json.loads(last.userMetadata) == {
+            "tidemark": {"topic": f"tm.shop.accounts_{t}", "reached": 100 + t}
+        }
+        stored = sorted((r.id, r.name) for r in spark.read.format("delta").load(path).collect())
+        assert stored == [(k, f"t{t}-{k}") for k in range(1, t + 2)]
+    assert spark.conf.get("spark.databricks.delta.commitInfo.userMetadata", None) is None
+
+
 def release_record(staged, excluded, order):
     import json
 

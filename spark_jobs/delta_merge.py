@@ -33,10 +33,11 @@ from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import evolution, patches, promoted
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
-from spark_jobs.merge.changes import PATCH, estimated_bytes, newest_per_key, table_changes
-from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes, table_exists
+from spark_jobs.merge.changes import PATCH, table_changes
+from spark_jobs.merge.delta_apply import table_exists
 from spark_jobs.merge.kafka_source import kafka_records
 from spark_jobs.merge.known_schemas import KnownSchemas
+from spark_jobs.merge.landing import TablePlan, land
 from spark_jobs.merge.lease import merge_lease
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
 from spark_jobs.merge.records import (
@@ -46,7 +47,6 @@ from spark_jobs.merge.records import (
     value_text,
 )
 from spark_jobs.merge.releases import Release, parse_release, release_rows
-from spark_jobs.merge.scd2 import merge_history
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete
 
@@ -156,7 +156,7 @@ def merge_parsed(
         released.setdefault(release.data_collection, []).append(release)
     tables = topics - boundary_topics(prefix)
     events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
-    plans = []
+    plans: list[TablePlan] = []
     for name in sorted(set(events) | set(released)):
         path = f"{root.rstrip('/')}/{name}"
         changes = events.get(name)
@@ -181,41 +181,20 @@ def merge_parsed(
             rows = promoted.with_columns(rows, table.promoted)
         # Every table is checked before any is merged: a refused change applies nothing.
         widen = stored is not None and evolution.check(name, stored, rows.schema)
-        plans.append((name, path, rows, keys, widen, stored, table))
-    parallel = (options or MergeOptions()).parallel_tables
-
-    def land(session: SparkSession, plan: tuple[Any, ...]) -> None:
-        name, path, rows, keys, widen, stored, table = plan
-        started = time.monotonic()
-        if stored is not None and table.promoted:
-            promoted.fill_new(session, path, stored, table.promoted)
-        if widen:
-            enable_type_widening(session, path)
         topic = f"{prefix}.{name}"
         metadata: dict[str, Any] = {"topic": topic, "reached": reached.get(topic)}
         if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
             metadata["upto"] = positions["upto"]
             metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
-        layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
-        if table.scd2:
-            merge_history(session, path, rows, keys, {"tidemark": metadata}, **layout)
-        else:
-            # At most one row per event of the table (and per released row, counted apart).
-            events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
-            small = estimated_bytes(rows.schema, events_in_batch) <= table.broadcast_bytes
-            merge_changes(
-                session,
-                path,
-                newest_per_key(rows, keys),
-                keys,
-                {"tidemark": metadata},
-                **layout,
-                broadcast=small,
-                derived={p.field: promoted.DOCUMENT_COLUMN for p in table.promoted},
-            )
-        _phase("merge", started, "%s merged", name)
-
-    merge_each(spark, plans, land, parallel)
+        # At most one row per event of the table (and per released row, counted apart).
+        events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
+        plans.append(TablePlan(name, path, rows, keys, table, stored, widen, events_in_batch, metadata))
+    merge_each(
+        spark,
+        plans,
+        lambda session, plan: land(session, plan, _phase),
+        (options or MergeOptions()).parallel_tables,
+    )
     return len(plans)
 
 

@@ -112,9 +112,8 @@ def apply_aligned(
                 spark, split.now, topics, shapes, root, prefix, reached, positions, options
             )
             started = time.monotonic()
-            pending.write(
-                batch_id, split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
-            )
+            held = split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
+            pending.write(batch_id, None if split.holds_nothing() else held)
             _phase("hold", started, "batch %d: incomplete transactions held back", batch_id)
             return touched
         finally:
@@ -244,11 +243,14 @@ def run_kafka(
     )
 
     pending = PendingStore(spark, f"{checkpoint.rstrip('/')}/held-back")
-    known = KnownSchemas()
+    known = KnownSchemas.load(spark, checkpoint)
     options = configured(options, config)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
+        before = known.pairs()
         touched = apply_aligned(spark, batch, root, prefix, None, pending, batch_id, options, known)
+        if known.pairs() != before:
+            known.save(spark, checkpoint)
         log.info("batch %d: %d table(s)", batch_id, touched)
 
     writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
@@ -299,7 +301,11 @@ def run_local(
         if not reached:
             return 0
         pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))
-        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options)
+        known = KnownSchemas.load(spark, checkpoint)
+        before = known.pairs()
+        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known)
+        if known.pairs() != before:
+            known.save(spark, checkpoint)
     finally:
         batch.unpersist()
     state_file.parent.mkdir(parents=True, exist_ok=True)

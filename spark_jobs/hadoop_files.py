@@ -29,3 +29,30 @@ def exists(spark: SparkSession, path: str) -> bool:
 def delete_tree(spark: SparkSession, folder: str) -> None:
     fs, path = _fs_and_path(spark, folder)
     fs.delete(path, True)
+
+
+def read_text(spark: SparkSession, path: str) -> str | None:
+    """A small file's text, or None when it does not exist."""
+    fs, hadoop_path = _fs_and_path(spark, path)
+    if not fs.exists(hadoop_path):
+        return None
+    stream = fs.open(hadoop_path)
+    try:
+        return str(spark._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+    finally:
+        stream.close()
+
+
+def write_text(spark: SparkSession, path: str, text: str) -> None:
+    """Replace a small file: written beside it, then renamed over it, so a reader finds
+    the old text or the new one (on object stores, where a rename is a copy, at worst a
+    missing file)."""
+    fs, hadoop_path = _fs_and_path(spark, path)
+    tmp = spark._jvm.org.apache.hadoop.fs.Path(path + ".tmp")
+    stream = fs.create(tmp, True)
+    try:
+        stream.write(text.encode())
+    finally:
+        stream.close()
+    fs.delete(hadoop_path, False)
+    fs.rename(tmp, hadoop_path)

@@ -8,7 +8,8 @@ from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
 
-Census = dict[tuple[str, int], tuple[int, int]]  # (topic, schema id) -> (records, unrecognised)
+# (topic, schema id) -> (records, unrecognised, a sample key of the records)
+Census = dict[tuple[str, int], tuple[int, int, str | None]]
 
 
 def recognised() -> Column:
@@ -19,15 +20,21 @@ def recognised() -> Column:
 
 
 def census(parsed: DataFrame) -> Census:
-    """Per (topic, schema id) of the records that have a payload: how many, and how many
-    of them are not a recognised event. One aggregation; it also fills the cache."""
+    """Per (topic, schema id) of the records that have a payload: how many, how many of
+    them are not a recognised event, and one of their keys (its schema names the key
+    columns: taken from the batch itself, so a primary key changed since an earlier
+    batch is seen). One aggregation; it also fills the cache."""
     rows = (
         parsed.where(F.col("payload").isNotNull())
         .groupBy("topic", "schema_id")
-        .agg(F.count("*").alias("n"), F.count(F.when(~recognised(), 1)).alias("bad"))
+        .agg(
+            F.count("*").alias("n"),
+            F.count(F.when(~recognised(), 1)).alias("bad"),
+            F.first("key", ignorenulls=True).alias("key"),
+        )
         .collect()
     )
-    return {(r.topic, r.schema_id): (r.n, r.bad) for r in rows}
+    return {(r.topic, r.schema_id): (r.n, r.bad, r.key) for r in rows}
 
 
 def check_recognised(parsed: DataFrame, counts: Census | None = None) -> None:
@@ -35,7 +42,7 @@ def check_recognised(parsed: DataFrame, counts: Census | None = None) -> None:
     around them would lose them."""
     counts = census(parsed) if counts is None else counts
     bad: dict[str, int] = {}
-    for (topic, _), (_, n) in counts.items():
+    for (topic, _), (_, n, _) in counts.items():
         if n:
             bad[topic] = bad.get(topic, 0) + n
     if bad:

@@ -9,18 +9,30 @@ copy of the payload, against a byte search through the whole schema and a hash o
 (`records.cut`'s general path, about six times the cost). The schemas come from the
 batches merged before in the same run and from a few records sampled at the start of
 each batch; records whose schema is not known yet take the general path
-(`spark_jobs.delta_merge.parsed_batch`).
+(`spark_jobs.delta_merge.parsed_batch`). The merge job keeps them in its checkpoint
+(`load`, `save`), so its next run starts knowing them: a scheduled run is a new process,
+and without them each run's first batch would search every topic the sample missed. The
+file is only a head start: a stale or unreadable one costs a search, never a wrong row
+(a prefix that no longer matches is simply not taken).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
+from typing import Any
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from spark_jobs.hadoop_files import read_text, write_text
 from spark_jobs.merge.records import CUT, OPEN, Shape, Shapes
+
+log = logging.getLogger("spark_jobs.delta_merge")
+VERSION = 1
+FILE = "known-schemas.json"
 
 # Per topic, the most recent distinct schemas (a table's DDL history within one run).
 _PER_TOPIC = 8
@@ -88,6 +100,42 @@ class KnownSchemas:
             text = schema_of(row.value)
             if text is not None:
                 self.add(row.topic, text, row.key)
+
+    def to_json(self) -> dict[str, Any]:
+        topics = {
+            topic: {"schemas": texts} for topic, texts in self._by_topic.items()
+        }  # no sample key: each batch takes its own (`census`)
+        return {"version": VERSION, "topics": topics}
+
+    @classmethod
+    def from_json(cls, body: Any) -> KnownSchemas:
+        """The schemas of a saved file; entries that are not a schema's JSON object are
+        left out (the search finds them again)."""
+        if not isinstance(body, dict) or body.get("version") != VERSION:
+            version = body.get("version") if isinstance(body, dict) else None
+            raise ValueError(f"version {version!r}, this Tidemark reads version {VERSION}")
+        known = cls()
+        for topic, entry in sorted(body["topics"].items()):
+            for text in reversed(entry["schemas"][:_PER_TOPIC]):
+                if isinstance(text, str) and schema_of(OPEN + text + CUT) == text:
+                    known.add(topic, text, None)
+        return known
+
+    @classmethod
+    def load(cls, spark: SparkSession, folder: str) -> KnownSchemas:
+        """The schemas saved under `folder` (a merge checkpoint); none if the file is
+        missing or unreadable."""
+        path = f"{folder.rstrip('/')}/{FILE}"
+        try:
+            text = read_text(spark, path)
+            return cls() if text is None else cls.from_json(json.loads(text))
+        except (ValueError, KeyError, TypeError, AttributeError, Py4JJavaError) as exc:
+            reason = exc.java_exception.toString() if isinstance(exc, Py4JJavaError) else exc
+            log.warning("ignoring %s (%s): schemas are found by search again", path, reason)
+            return cls()
+
+    def save(self, spark: SparkSession, folder: str) -> None:
+        write_text(spark, f"{folder.rstrip('/')}/{FILE}", json.dumps(self.to_json(), sort_keys=True))
 
     def pairs(self) -> list[tuple[str, str]]:
         return [(topic, text) for topic, texts in sorted(self._by_topic.items()) for text in texts]

@@ -201,11 +201,18 @@ class Shapes:
         return {s.schema_id: s.text for s in self.all() if s.text is not None}
 
     def counted(self, counts: Census) -> Shapes:
-        """These shapes with the number of records per topic."""
+        """These shapes with the number of records per topic, each taking its sample key
+        from the batch's records of its schema where it has one."""
         records: dict[str, int] = {}
-        for (topic, _), (n, _) in counts.items():
+        for (topic, _), (n, _, _) in counts.items():
             records[topic] = records.get(topic, 0) + n
-        return Shapes(self.by_topic, self.cut_wrong, records)
+        keyed = {
+            topic: [
+                replace(s, key=(counts.get((topic, s.schema_id)) or (0, 0, None))[2] or s.key) for s in shapes
+            ]
+            for topic, shapes in self.by_topic.items()
+        }
+        return Shapes(keyed, self.cut_wrong, records)
 
     def only(self, present: set[tuple[str, int]]) -> Shapes:
         """The shapes among `present` (topic, schema id) pairs."""
@@ -238,26 +245,20 @@ class Shapes:
 
 
 def collect_shapes(cuts: DataFrame, fast: bool, not_rows: set[str]) -> Shapes:
-    """The distinct schemas per topic: their ids from `cuts` (one small aggregation), each
-    one's text and a sample key from the first record that has it (`cuts` is cached: the
-    repeated schema text costs little there, as Spark's in-memory columns keep a
-    dictionary of distinct values). A schema that is not JSON after a fast cut means the
-    cut was wrong (`Shapes.cut_wrong`). Records of `not_rows` (transaction boundaries,
-    releases) carry no row to parse; the others' rows get columns `row_<n>`."""
-    found = cuts.where(F.col("payload").isNotNull()).groupBy("topic", "schema_id").count().collect()
+    """The distinct schemas per topic, each with its text and a sample key, in one small
+    aggregation (`cuts` is cached; any record of a schema id has that schema's text). A
+    schema that is not JSON after a fast cut means the cut was wrong (`Shapes.cut_wrong`).
+    Records of `not_rows` (transaction boundaries, releases) carry no row to parse; the
+    others' rows get columns `row_<n>`."""
+    found = (
+        cuts.where(F.col("payload").isNotNull())
+        .groupBy("topic", "schema_id")
+        .agg(F.first("schema").alias("schema"), F.first("key").alias("key"))
+        .collect()
+    )
     by_topic: dict[str, list[Shape]] = {}
     for n, row in enumerate(sorted(found, key=lambda r: (r.topic, r.schema_id))):
-        sample = (
-            cuts.where(
-                (F.col("topic") == row.topic)
-                & (F.col("schema_id") == F.lit(row.schema_id))
-                & F.col("payload").isNotNull()
-            )
-            .select("key", "schema")
-            .limit(1)
-            .collect()
-        )
-        text = sample[0].schema if sample else None
+        text = row.schema
         schema = None
         if text is not None:
             try:
@@ -268,9 +269,10 @@ def collect_shapes(cuts: DataFrame, fast: bool, not_rows: set[str]) -> Shapes:
                 if fast:
                     return Shapes(cut_wrong=True)
                 raise TidemarkError(f"an event's Connect schema on {row.topic} is not a JSON object")
-        key = sample[0].key if sample else None
         column = f"row_{n}" if row.topic not in not_rows and schema is not None else ""
-        by_topic.setdefault(row.topic, []).append(Shape(row.topic, row.schema_id, schema, text, key, column))
+        by_topic.setdefault(row.topic, []).append(
+            Shape(row.topic, row.schema_id, schema, text, row.key, column)
+        )
     return Shapes(by_topic)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_jobs.hadoop_files import delete_tree, exists, subfolders
+from spark_jobs.hadoop_files import delete_tree, exists, subfolders, write_text
 from spark_jobs.merge.records import RECORDS
 
 
@@ -29,6 +29,11 @@ class Split:
 
     def release(self) -> None:
         self.cached.unpersist()
+
+    def holds_nothing(self) -> bool:
+        """Whether every transaction in hand is complete (a look at the small cached
+        per-transaction frame, not at the records)."""
+        return self.cached.where(~F.col("_complete")).isEmpty()
 
     def positions(self) -> tuple[list[int] | None, dict[str, tuple[list[int], list[int]]]]:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
@@ -147,8 +152,14 @@ class PendingStore:
             return self.spark.createDataFrame([], RECORDS)
         return self.spark.read.schema(RECORDS).parquet(self._path(previous))
 
-    def write(self, batch_id: int, held: DataFrame) -> None:
-        held.write.mode("overwrite").parquet(self._path(batch_id))
+    def write(self, batch_id: int, held: DataFrame | None) -> None:
+        """`held` None: the batch holds nothing back, which an empty folder records (no
+        Spark job for it)."""
+        if held is None:
+            delete_tree(self.spark, self._path(batch_id))
+            write_text(self.spark, f"{self._path(batch_id)}/_SUCCESS", "")
+        else:
+            held.write.mode("overwrite").parquet(self._path(batch_id))
         for old in self._ids():
             if old < batch_id - 1:
                 delete_tree(self.spark, self._path(old))

@@ -269,6 +269,7 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path):
     assert live(spark, tmp_path) == [(1, "a8"), (2, "b"), (3, "c")]
     aligned(3, [transaction("END", 9, {"shop.accounts": 1})])
     assert live(spark, tmp_path) == [(1, "a8"), (2, "b9"), (3, "c")]
+    assert pending.read(4).count() == 0  # batch 3 held nothing (not batch 2's transaction 9)
     position, frames = read_at_common_position(spark, [path])
     assert position == (0, 9) and frames[path].where("NOT _cdc_deleted").count() == 3
 

@@ -81,3 +81,37 @@ def test_the_schema_text_is_taken_only_when_it_is_a_whole_object():
     odd = [*FIELDS[:1], field("string", "name", parameters={"note": "n", "payload": "p"}), *FIELDS[2:]]
     assert schema_of(event("c", (0, 1, 1), after=row(1, "a"), fields=odd)["value"]) is None
     assert schema_of('{"payload":{"op":"c"}}') is None and schema_of(None) is None
+
+
+def test_known_schemas_are_kept_in_the_checkpoint_and_a_bad_file_is_a_search(spark, tmp_path, caplog):
+    from spark_jobs.merge.known_schemas import FILE, KnownSchemas
+
+    records = batch()
+    learned = KnownSchemas()
+    expected = parsed_outcome(spark, records, learned)
+    learned.save(spark, str(tmp_path))
+    again = KnownSchemas.load(spark, str(tmp_path))
+    assert again.pairs() == learned.pairs()
+    assert parsed_outcome(spark, records, again)[:2] == expected[:2]
+    (tmp_path / FILE).write_text('{"version": 1, "topics": ')  # torn
+    assert KnownSchemas.load(spark, str(tmp_path)).pairs() == []
+    assert "schemas are found by search again" in caplog.text
+    assert KnownSchemas.load(spark, str(tmp_path / "none")).pairs() == []
+
+
+def test_the_key_columns_come_from_the_batch_not_from_what_was_known(spark):
+    """A key sampled in an earlier batch (or run) names the columns of that time: a table
+    whose primary key changed without its value schema changing merges on the new key."""
+    from spark_jobs.merge.batches import parsed_batch
+    from spark_jobs.merge.changes import table_changes
+    from spark_jobs.merge.known_schemas import KnownSchemas, schema_of
+
+    records = [event("c", (0, n, 1), after=row(n, f"a{n}")) for n in range(1, 4)]
+    known = KnownSchemas()
+    stale = json.dumps({"schema": {"type": "struct", "fields": [{"field": "name", "type": "string"}]},
+                        "payload": {"name": "a1"}})  # fmt: skip
+    known.add("tm.shop.accounts", schema_of(records[0]["value"]), stale)
+    frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+    with parsed_batch(frame, "tm", known) as (parsed, shapes):
+        (changes,) = table_changes(parsed, {"tm.shop.accounts"}, shapes)
+    assert changes.key_columns == ("id",)

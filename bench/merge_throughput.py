@@ -181,7 +181,8 @@ def json_floor(spark, read: Callable[[], Any]) -> float:
     from pyspark.sql import types as T
 
     from spark_jobs.merge.connect_types import json_type
-    from spark_jobs.merge.records import CUT, OPEN, PAYLOAD, bytes_between, envelope_type
+    from spark_jobs.merge.cutting import CUT, OPEN, bytes_between
+    from spark_jobs.merge.records import PAYLOAD, envelope_type
 
     image = T.StructType([T.StructField(f["field"], json_type(f)) for f in FIELDS])
     change = F.col("topic") == TOPIC

@@ -34,18 +34,14 @@ from cdc_core.errors import TidemarkError
 from spark_jobs.merge import evolution, patches, promoted
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
 from spark_jobs.merge.changes import PATCH, table_changes
+from spark_jobs.merge.cutting import value_text
 from spark_jobs.merge.delta_apply import table_exists
 from spark_jobs.merge.kafka_source import kafka_records
 from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.landing import TablePlan, land
 from spark_jobs.merge.lease import merge_lease
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
-from spark_jobs.merge.records import (
-    Shapes,
-    carried,
-    reached_offsets,
-    value_text,
-)
+from spark_jobs.merge.records import Shapes, carried, reached_offsets
 from spark_jobs.merge.releases import Release, parse_release, release_rows
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete

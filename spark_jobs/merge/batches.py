@@ -12,15 +12,9 @@ from pyspark.sql import functions as F
 
 from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
 from spark_jobs.merge.census import census, check_recognised
+from spark_jobs.merge.cutting import cut, cut_known
 from spark_jobs.merge.known_schemas import KnownSchemas
-from spark_jobs.merge.records import (
-    Shapes,
-    carried,
-    collect_shapes,
-    cut,
-    cut_known,
-    parse,
-)
+from spark_jobs.merge.records import Shapes, carried, collect_shapes, parse
 
 log = logging.getLogger("spark_jobs.delta_merge")
 

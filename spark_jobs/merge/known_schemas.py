@@ -6,7 +6,7 @@ A table's events repeat the same schema text until its DDL changes. Knowing that
 a record is `{"schema":` + text + `,"payload":` + payload + `}` exactly when its value
 starts with that prefix and ends with `}`: one memory comparison of the prefix and a
 copy of the payload, against a byte search through the whole schema and a hash of it
-(`records.cut`'s general path, about six times the cost). The schemas come from the
+(`cutting.cut`'s general path, about six times the cost). The schemas come from the
 batches merged before in the same run and from a few records sampled at the start of
 each batch; records whose schema is not known yet take the general path
 (`spark_jobs.delta_merge.parsed_batch`). The merge job keeps them in its checkpoint
@@ -28,7 +28,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_jobs.hadoop_files import read_text, write_text
-from spark_jobs.merge.records import CUT, OPEN, Shape, Shapes
+from spark_jobs.merge.cutting import CUT, OPEN
+from spark_jobs.merge.records import Shape, Shapes
 
 log = logging.getLogger("spark_jobs.delta_merge")
 VERSION = 1

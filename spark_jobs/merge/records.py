@@ -1,28 +1,17 @@
 """Records (`topic, key, value` as JSON text) parsed once per batch, straight into types.
 
 A value with its Connect schema is `{"schema": S, "payload": P}`, and S is most of it
-(about 2 KB for ten columns, the same text on every event of a table). Parsing S on every
-event would cost more than the MERGE, so each record is handled in two steps:
-
-1. The schema is cut out of the text, not parsed. `cut_known`: where S is a schema the
-   merge has seen (`known_schemas`), the value starts with `{"schema":S,"payload":`,
-   compared as bytes, and the payload follows. `cut`, for the others: the streamer
-   writes exactly `{"schema":S,"payload":P}`, and the first `,"payload":` is then the
-   top-level key unless S itself holds an object key "payload" — in which case the
-   cut-off S is not valid JSON, which `collect_shapes` notices, so the batch is cut
-   again the slow way (`cut(records, fast=False)`: a JSON parse per record). A value in
-   any other form (other spacing or key order, or no schema) takes the slow way per
-   record. Each record keeps its schema's hash (`schema_id`) and its payload text.
-2. `parse`: with the batch's schemas in hand, each payload is parsed once, into the
-   fields every record kind has (`FLAT`: op, source time, transaction; status, id,
-   data_collections of BEGIN/END; data_collection of a release) and, for a change
-   event, its row image in JSON types (`row_<n>`, one column per schema).
+(about 2 KB for ten columns, the same text on every event of a table). Each record is
+first cut into its schema's id and its payload text (`spark_jobs.merge.cutting`); then,
+with the batch's schemas in hand (`collect_shapes`), `parse` reads each payload once,
+into the fields every record kind has (`FLAT`: op, source time, transaction; status, id,
+data_collections of BEGIN/END; data_collection of a release) and, for a change event,
+its row image in JSON types (`row_<n>`, one column per schema).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -39,8 +28,6 @@ RECORDS = "topic STRING, key STRING, value STRING"
 # cut and the parse, so the offsets a batch reached are read from the parse's cache
 # rather than by reading the source a second time.
 POSITION = ("partition", "offset")
-OPEN, CUT = '{"schema":', ',"payload":'  # a value in the streamer's form: OPEN schema CUT payload }
-_WRAPPED = "schema STRING, payload STRING"
 TRANSACTION_BLOCK = T.StructType(
     [
         T.StructField("id", T.StringType()),
@@ -81,96 +68,6 @@ PAYLOAD = T.StructType(
 def carried(frame: DataFrame) -> list[str]:
     """The `POSITION` columns `frame` has."""
     return [c for c in POSITION if c in frame.columns]
-
-
-def _head() -> Column:
-    """`{"schema":S` of a value in the streamer's form (a byte search, no parse), else null."""
-    value = F.col("value")
-    head = F.substring_index(value, CUT, 1)
-    shaped = value.startswith(OPEN) & value.endswith("}")
-    return F.when(shaped & (F.octet_length(head) < F.octet_length(value)), head)
-
-
-def _known_index(known: Sequence[tuple[str, str]]) -> Column:
-    """The index in `known` of the (topic, schema) whose exact prefix the value has."""
-    if not known:
-        return F.lit(None).cast("int")
-    value = F.col("value")
-    index = None
-    for i, (topic, text) in enumerate(known):
-        this = (F.col("topic") == topic) & value.startswith(OPEN + text + CUT)
-        index = F.when(this, F.lit(i)) if index is None else index.when(this, F.lit(i))
-    assert index is not None
-    return F.when(value.endswith("}"), index)
-
-
-def bytes_between(start: str, length: str) -> Column:
-    """The value's bytes from the (1-based) byte `start`, `length` of them, as text: a
-    string's substring counts characters, walking the schema's bytes one by one."""
-    return F.expr(f"CAST(substring(CAST(value AS BINARY), {start}, {length}) AS STRING)")
-
-
-def cut(records: DataFrame, fast: bool = True) -> DataFrame:
-    """`topic, key, schema, schema_id, payload` per record of `topic, key, value`
-    (`payload` null for a tombstone), the schema found by searching (`_head`); the
-    records' `POSITION` columns pass through."""
-    # Each step is a projection of its own, so the head and the wrapper are found once per
-    # record; the wrapper is parsed only for records the search does not take.
-    head = _head() if fast else F.lit(None).cast("string")
-    position = carried(records)
-    headed = records.select("topic", "key", *position, "value", head.alias("_head"))
-    wrapped = F.when(F.col("_head").isNull(), F.from_json("value", _WRAPPED))
-    parsed = headed.select("*", wrapped.alias("_wrapped"))
-    fast_cut = F.col("_head").isNotNull()
-    schema = bytes_between(f"{len(OPEN) + 1}", f"octet_length(_head) - {len(OPEN)}")
-    # The payload is cut by byte offsets on the binary form, as above.
-    start = f"octet_length(_head) + {len(CUT) + 1}"
-    rest = bytes_between(start, f"octet_length(value) - ({start})")
-    slow_payload = F.coalesce(F.col("_wrapped.payload"), F.col("value"))
-    texts = parsed.select(
-        "topic",
-        "key",
-        *position,
-        F.when(fast_cut, schema).otherwise(F.col("_wrapped.schema")).alias("schema"),
-        F.when(fast_cut, rest).otherwise(slow_payload).alias("payload"),
-    )
-    return texts.select(
-        "topic", "key", *position, "schema", F.xxhash64("schema").alias("schema_id"), "payload"
-    )
-
-
-def cut_known(records: DataFrame, known: Sequence[tuple[str, str]]) -> DataFrame:
-    """`cut`'s columns for records whose (topic, schema text) is one of `known`, with the
-    id `cut` would give it, in one projection with no search; `schema` is null. Other
-    records keep their value as `payload` with a null `schema_id`, for `cut`."""
-    offsets = F.array(*[F.lit(len((OPEN + text + CUT).encode())) for _, text in known])
-    ids = F.array(*[F.xxhash64(F.lit(text)) for _, text in known])  # folded to constants
-    # `when`: Spark 4.2 folds element_at of a one-element literal array to the element,
-    # even for a null index.
-    k = F.col("_k")
-    position = carried(records)
-    matched = records.select("topic", "key", *position, "value", _known_index(known).alias("_k")).select(
-        "*", F.when(k.isNotNull(), F.element_at(offsets, k + 1)).alias("_offset")
-    )
-    by_prefix = bytes_between("_offset + 1", "octet_length(value) - _offset - 1")
-    return matched.select(
-        "topic",
-        "key",
-        *position,
-        F.lit(None).cast("string").alias("schema"),
-        F.when(k.isNotNull(), F.element_at(ids, k + 1)).alias("schema_id"),
-        F.when(F.col("_k").isNotNull(), by_prefix).otherwise(F.col("value")).alias("payload"),
-    )
-
-
-def value_text(schemas: dict[int, str]) -> Column:
-    """The record's value again from `schema_id` and `payload` (for records held back),
-    with `schemas` mapping each schema id of the batch to its text."""
-    schema = F.lit(None).cast("string")
-    for schema_id, text in schemas.items():
-        schema = F.when(F.col("schema_id") == F.lit(schema_id), F.lit(text)).otherwise(schema)
-    wrapped = F.concat(F.lit(OPEN), schema, F.lit(CUT), F.col("payload"), F.lit("}"))
-    return F.when(schema.isNotNull(), wrapped).otherwise(F.col("payload"))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def parsed_outcome(spark, records, known):
     """The typed change rows and the held-back records' values the merge derives."""
     from spark_jobs.merge.batches import parsed_batch
     from spark_jobs.merge.changes import table_changes
-    from spark_jobs.merge.records import value_text
+    from spark_jobs.merge.cutting import value_text
     from spark_jobs.merge.transactions import split_complete
 
     frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")

@@ -23,7 +23,6 @@ batch from there, as the merge job does (the bare MERGE still reads its prepared
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import shutil
@@ -36,139 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import straightforward_merge
+from bench.merge_inputs import FIELDS, PREFIX, TOPIC, prepared, transaction_schema_text, value_schema_text
 from bench.merge_kafka import to_kafka
-from cdc_core.events.connect_schema import envelope_schema, field, key_schema, row_schema, struct
-from cdc_core.transactions import TRANSACTION_KEY_SCHEMA, TRANSACTION_VALUE_SCHEMA
-
-PREFIX = "benchmerge"
-TOPIC = f"{PREFIX}.bench.t"
-FIELDS = [
-    field("int32", "id", optional=False),
-    field("int32", "counter"),
-    field("string", "name"),
-    field("string", "city"),
-    field("double", "amount"),
-    field("int64", "seen", logical="io.debezium.time.Timestamp", version=1),
-    field("int16", "flag"),
-    field("string", "note"),
-    field("int64", "big"),
-    field("string", "code"),
-]
-SOURCE = struct(
-    "source", [field("int64", "ts_ms"), field("string", "db"), field("string", "table")], field_name="source"
-)
-# The row's columns as Spark SQL over a generated id `k` and a version `v`.
-ROW_SQL = {
-    "id": "k",
-    "counter": "CAST(v % 1000 AS INT)",
-    "name": "concat('name-', k, '-', v)",
-    "city": "concat('city-', k % 50)",
-    "amount": "CAST(k * 1.5 + v AS DOUBLE)",
-    "seen": "1704067200000 + v * 1000",
-    "flag": "CAST(k % 2 AS SMALLINT)",
-    "note": "concat('note ', v)",
-    "big": "CAST(k AS BIGINT) * 7",
-    "code": "concat('x', k % 13)",
-}
-
-
-def row_struct(alias: str) -> str:
-    return "named_struct(" + ", ".join(f"'{c}', {e}" for c, e in ROW_SQL.items()) + f") AS {alias}"
-
-
-def base_table(spark, path: str, rows: int) -> None:
-    """`rows` rows as the merge would have left them after a snapshot."""
-    from pyspark.sql import functions as F
-
-    from spark_jobs.merge.delta_apply import create_table
-
-    frame = (
-        spark.range(1, rows + 1)
-        .selectExpr("CAST(id AS INT) AS k", "0L AS v")
-        .selectExpr(row_struct("r"))
-        .select("r.*")
-    )
-    frame = frame.selectExpr(
-        "*", "CAST(0 AS BIGINT) AS _cdc_epoch", "CAST(0 AS BIGINT) AS _cdc_rank", "CAST(id AS BIGINT) AS _cdc_total_order",
-        "'r' AS _cdc_op", "timestamp_millis(1704067200000) AS _cdc_source_ts", "'snapshot' AS _cdc_txn_id",
-        "false AS _cdc_deleted",
-    )  # fmt: skip
-    frame = frame.withColumn("seen", F.timestamp_millis(F.col("seen")).cast("timestamp_ntz"))
-    create_table(spark, path, frame.limit(0))
-    frame.write.format("delta").mode("append").save(path)
-
-
-def value_schema_text() -> str:
-    """The change events' Connect schema as the streamer writes it (compact JSON)."""
-    return json.dumps(envelope_schema(TOPIC, row_schema(TOPIC, FIELDS), SOURCE), separators=(",", ":"))
-
-
-def transaction_schema_text() -> str:
-    return json.dumps(TRANSACTION_VALUE_SCHEMA, separators=(",", ":"))
-
-
-def events(spark, out: str, count: int, table_rows: int, txn_size: int) -> None:
-    """`count` events in streamer form: inserts of new keys, updates and deletes of
-    existing ones (keys drawn with repeats, so deduplication matters), `txn_size` to a
-    source transaction, each transaction with its BEGIN and END records."""
-    value_schema = value_schema_text()
-    key_schema_json = json.dumps(key_schema(TOPIC, [FIELDS[0]]), separators=(",", ":"))
-    txn_schema = transaction_schema_text()
-    txn_key_schema = json.dumps(TRANSACTION_KEY_SCHEMA, separators=(",", ":"))
-    kind = "CASE WHEN n % 10 < 3 THEN 'c' WHEN n % 10 < 9 THEN 'u' ELSE 'd' END"
-    existing = f"CAST(pmod(xxhash64(n), {table_rows}) + 1 AS INT)"
-    frame = (
-        spark.range(0, count)
-        .selectExpr("id AS n")
-        .selectExpr(
-            "n",
-            f"{kind} AS op",
-            f"CASE WHEN {kind} = 'c' THEN CAST({table_rows} + n + 1 AS INT) ELSE {existing} END AS k",
-            f"n DIV {txn_size} + 1 AS txn",
-            f"n % {txn_size} + 1 AS total",
-        )
-    )
-    frame = frame.selectExpr("n", "op", "k", "n AS v", "txn", "total").selectExpr(
-        "n", "op", "k", "txn", "total", row_struct("r"), "named_struct('id', k) AS key_payload"
-    )
-    payload = (
-        "named_struct('before', CASE WHEN op = 'c' THEN NULL ELSE r END, 'after', CASE WHEN op = 'd' THEN NULL ELSE r END, "
-        "'source', named_struct('ts_ms', 1704067200000 + n, 'db', 'bench', 'table', 't'), "
-        "'transaction', named_struct('id', concat('0-1-', txn), 'total_order', total, 'data_collection_order', total, "
-        "'transaction_epoch', 1L, 'transaction_rank', txn), 'op', op, 'ts_ms', 1704067200000 + n)"
-    )
-    changes = frame.selectExpr(
-        f"'{TOPIC}' AS topic",
-        f"concat('{{\"schema\":', '{key_schema_json}', ',\"payload\":', to_json(key_payload), '}}') AS key",
-        f"concat('{{\"schema\":', '{value_schema}', ',\"payload\":', to_json({payload}), '}}') AS value",
-    )
-    transactions = spark.range(1, (count + txn_size - 1) // txn_size + 1).selectExpr(
-        "id AS txn", f"least({txn_size}, {count} - (id - 1) * {txn_size}) AS size"
-    )
-    status = transactions.selectExpr("txn", "size", "explode(array('BEGIN', 'END')) AS status")
-    begin_end = (
-        "named_struct('status', status, 'id', concat('0-1-', txn), "
-        "'event_count', CASE WHEN status = 'END' THEN size END, "
-        "'data_collections', CASE WHEN status = 'END' THEN "
-        "array(named_struct('data_collection', 'bench.t', 'event_count', size)) END, 'ts_ms', 1704067200000 + txn)"
-    )
-    boundaries = status.selectExpr(
-        f"'{PREFIX}.transaction' AS topic",
-        f"concat('{{\"schema\":', '{txn_key_schema}', ',\"payload\":', to_json(named_struct('id', concat('0-1-', txn))), '}}') AS key",
-        f"concat('{{\"schema\":', '{txn_schema}', ',\"payload\":', to_json({begin_end}), '}}') AS value",
-    )
-    changes.unionByName(boundaries).write.mode("overwrite").parquet(out)
-
-
-def deduplicated(spark, records: str, out: str) -> None:
-    """The same batch parsed and reduced to the newest event per key, in the table's
-    types: the bare MERGE's input, prepared outside its timing."""
-    from spark_jobs.merge.batches import parsed_batch
-    from spark_jobs.merge.changes import newest_per_key, table_changes
-
-    with parsed_batch(spark.read.parquet(records), PREFIX) as (parsed, shapes):
-        (changes,) = table_changes(parsed, {TOPIC}, shapes)
-        newest_per_key(changes.rows, changes.key_columns).write.mode("overwrite").parquet(out)
 
 
 def json_floor(spark, read: Callable[[], Any]) -> float:
@@ -257,23 +125,6 @@ def bare_merge(spark, deduped: str, path: str) -> float:
         .execute()
     )
     return time.perf_counter() - started
-
-
-def prepared(spark, work: Path, size: int, count: int, txn_size: int) -> tuple[str, str, str]:
-    """The base table, the events and their deduplicated form (kept under `work` and
-    reused when `--work` names a folder that has them)."""
-    base = str(work / f"base-{size}")
-    records, deduped = (
-        str(work / f"events-{count}-{size}-{txn_size}"),
-        str(work / f"dedup-{count}-{size}-{txn_size}"),
-    )
-    if not Path(base, "_delta_log").is_dir():
-        base_table(spark, base, size)
-    if not Path(records, "_SUCCESS").exists():
-        events(spark, records, count, size, txn_size)
-    if not Path(deduped, "_SUCCESS").exists():
-        deduplicated(spark, records, deduped)
-    return base, records, deduped
 
 
 def main(argv: list[str] | None = None) -> int:

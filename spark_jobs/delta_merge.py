@@ -243,10 +243,8 @@ def run_kafka(
     options = configured(options, config)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
-        before = known.pairs()
         touched = apply_aligned(spark, batch, root, prefix, None, pending, batch_id, options, known)
-        if known.pairs() != before:
-            known.save(spark, checkpoint)
+        known.save(spark, checkpoint)
         log.info("batch %d: %d table(s)", batch_id, touched)
 
     writer = stream.writeStream.foreachBatch(each_batch).option("checkpointLocation", checkpoint)
@@ -298,10 +296,8 @@ def run_local(
             return 0
         pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))
         known = KnownSchemas.load(spark, checkpoint)
-        before = known.pairs()
         touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known)
-        if known.pairs() != before:
-            known.save(spark, checkpoint)
+        known.save(spark, checkpoint)
     finally:
         batch.unpersist()
     state_file.parent.mkdir(parents=True, exist_ok=True)

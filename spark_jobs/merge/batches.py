@@ -15,6 +15,7 @@ from spark_jobs.merge.census import census, check_recognised
 from spark_jobs.merge.cutting import cut, cut_known
 from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.records import Shapes, carried, collect_shapes, parse
+from spark_jobs.session import session_settings
 
 log = logging.getLogger("spark_jobs.delta_merge")
 
@@ -55,48 +56,43 @@ def parsed_batch(
     first = known.shapes(spark, not_rows)
     pairs = known.pairs()
     cached: list[DataFrame] = []
-    compressed = spark.conf.get(_COMPRESSED, None)
-    spark.conf.set(_COMPRESSED, "false")
-    try:
-        parsed, counts = None, {}
-        if pairs:
-            parsed = parse(cut_known(records, pairs), first, patch_field).persist()
-            cached.append(parsed)
-            counts = census(parsed)
-        shapes = first.only(set(counts))
-        uncut = {topic for topic, schema_id in counts if schema_id is None}
-        if parsed is None or uncut:
-            log.info("schemas not known yet on %s: cut by search", sorted(uncut) or "every topic")
-            # The records `cut_known` left are in the cache with their value as payload.
-            rest_records = (
-                records
-                if parsed is None
-                else parsed.where(F.col("schema_id").isNull() & F.col("payload").isNotNull()).select(
-                    "topic", "key", *carried(parsed), F.col("payload").alias("value")
+    with session_settings(spark, {_COMPRESSED: "false"}):
+        try:
+            parsed, counts = None, {}
+            if pairs:
+                parsed = parse(cut_known(records, pairs), first, patch_field).persist()
+                cached.append(parsed)
+                counts = census(parsed)
+            shapes = first.only(set(counts))
+            uncut = {topic for topic, schema_id in counts if schema_id is None}
+            if parsed is None or uncut:
+                log.info("schemas not known yet on %s: cut by search", sorted(uncut) or "every topic")
+                # The records `cut_known` left are in the cache with their value as payload.
+                rest_records = (
+                    records
+                    if parsed is None
+                    else parsed.where(F.col("schema_id").isNull() & F.col("payload").isNotNull()).select(
+                        "topic", "key", *carried(parsed), F.col("payload").alias("value")
+                    )
                 )
-            )
-            for fast in (True, False):
-                cuts = cut(rest_records, fast).persist()
-                more = collect_shapes(cuts, fast, not_rows).adopting(shapes)
-                if not more.cut_wrong:
-                    break
+                for fast in (True, False):
+                    cuts = cut(rest_records, fast).persist()
+                    more = collect_shapes(cuts, fast, not_rows).adopting(shapes)
+                    if not more.cut_wrong:
+                        break
+                    cuts.unpersist()
+                rest = parse(cuts, more, patch_field).persist()
+                cached.append(rest)
+                rest.count()  # built from `cuts` before they go
                 cuts.unpersist()
-            rest = parse(cuts, more, patch_field).persist()
-            cached.append(rest)
-            rest.count()  # built from `cuts` before they go
-            cuts.unpersist()
-            if parsed is not None:
-                done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
-                rest = done.unionByName(rest, allowMissingColumns=True)
-            parsed, shapes = rest, shapes | more
-            counts = census(parsed)
-        check_recognised(parsed, counts)
-        known.learn(shapes)
-        yield parsed, shapes.counted(counts)
-    finally:
-        for frame in cached:
-            frame.unpersist()
-        if compressed is None:
-            spark.conf.unset(_COMPRESSED)
-        else:
-            spark.conf.set(_COMPRESSED, compressed)
+                if parsed is not None:
+                    done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
+                    rest = done.unionByName(rest, allowMissingColumns=True)
+                parsed, shapes = rest, shapes | more
+                counts = census(parsed)
+            check_recognised(parsed, counts)
+            known.learn(shapes)
+            yield parsed, shapes.counted(counts)
+        finally:
+            for frame in cached:
+                frame.unpersist()

@@ -11,6 +11,7 @@ them from readers.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -19,6 +20,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.changes import ORDER_KEY
+from spark_jobs.session import session_settings
 from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -127,28 +129,13 @@ def enable_type_widening(spark: SparkSession, path: str) -> None:
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
 
 
-class commit_settings:
+def commit_settings(spark: SparkSession, metadata: dict[str, Any] | None) -> AbstractContextManager[None]:
     """The settings of a merge's commit for the block: its user metadata (when given) and
     where Delta keeps the materialised source; the session's own values come back after."""
-
-    def __init__(self, spark: SparkSession, metadata: dict[str, Any] | None) -> None:
-        self.spark = spark
-        self.settings = dict(MATERIALIZED_SOURCE_LEVEL)
-        if metadata:
-            self.settings[USER_METADATA] = json.dumps(metadata, sort_keys=True)
-        self.before: dict[str, str | None] = {}
-
-    def __enter__(self) -> None:
-        for key, value in self.settings.items():
-            self.before[key] = self.spark.conf.get(key, None)
-            self.spark.conf.set(key, value)
-
-    def __exit__(self, *exc: object) -> None:
-        for key, value in self.before.items():
-            if value is None:
-                self.spark.conf.unset(key)
-            else:
-                self.spark.conf.set(key, value)
+    settings = dict(MATERIALIZED_SOURCE_LEVEL)
+    if metadata:
+        settings[USER_METADATA] = json.dumps(metadata, sort_keys=True)
+    return session_settings(spark, settings)
 
 
 def live_rows(spark: SparkSession, path: str, bookkeeping: bool = False) -> DataFrame:

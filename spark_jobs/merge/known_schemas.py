@@ -72,6 +72,7 @@ class KnownSchemas:
     def __init__(self) -> None:
         self._by_topic: dict[str, list[str]] = {}
         self._keys: dict[str, str | None] = {}
+        self._saved: list[tuple[str, str]] = []  # the pairs the checkpoint holds (`load`, `save`)
 
     def add(self, topic: str, text: str, key: str | None) -> None:
         texts = self._by_topic.setdefault(topic, [])
@@ -129,14 +130,20 @@ class KnownSchemas:
         path = f"{folder.rstrip('/')}/{FILE}"
         try:
             text = read_text(spark, path)
-            return cls() if text is None else cls.from_json(json.loads(text))
+            known = cls() if text is None else cls.from_json(json.loads(text))
+            known._saved = known.pairs()
+            return known
         except (ValueError, KeyError, TypeError, AttributeError, Py4JJavaError) as exc:
             reason = exc.java_exception.toString() if isinstance(exc, Py4JJavaError) else exc
             log.warning("ignoring %s (%s): schemas are found by search again", path, reason)
             return cls()
 
     def save(self, spark: SparkSession, folder: str) -> None:
+        """Write the file under `folder` if the schemas changed since `load` or `save`."""
+        if self.pairs() == self._saved:
+            return
         write_text(spark, f"{folder.rstrip('/')}/{FILE}", json.dumps(self.to_json(), sort_keys=True))
+        self._saved = self.pairs()
 
     def pairs(self) -> list[tuple[str, str]]:
         return [(topic, text) for topic, texts in sorted(self._by_topic.items()) for text in texts]

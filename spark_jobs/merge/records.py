@@ -103,12 +103,12 @@ class Shapes:
         records: dict[str, int] = {}
         for (topic, _), (n, _, _) in counts.items():
             records[topic] = records.get(topic, 0) + n
-        keyed = {
-            topic: [
-                replace(s, key=(counts.get((topic, s.schema_id)) or (0, 0, None))[2] or s.key) for s in shapes
-            ]
-            for topic, shapes in self.by_topic.items()
-        }
+
+        def sampled(shape: Shape) -> Shape:
+            _, _, key = counts.get((shape.topic, shape.schema_id), (0, 0, None))
+            return shape if key is None else replace(shape, key=key)
+
+        keyed = {topic: [sampled(s) for s in shapes] for topic, shapes in self.by_topic.items()}
         return Shapes(keyed, self.cut_wrong, records)
 
     def only(self, present: set[tuple[str, int]]) -> Shapes:

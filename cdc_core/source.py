@@ -42,6 +42,11 @@ class TransactionBegin:
     # snapshot) is never resumed inside: after a crash in it, what was delivered of it is
     # closed with its END, and the log is read again from `restart` (at least once).
     replayable: bool = True
+    # A change the source does not count as a transaction (a MongoDB write outside a
+    # multi-document transaction, as Debezium's MongoDB connector sees it): its event
+    # carries the ordered block with a null `id`, and no BEGIN or END is written. The
+    # Delta merge takes such an event as complete by itself.
+    standalone: bool = False
 
 
 @dataclass(slots=True)

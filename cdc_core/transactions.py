@@ -17,7 +17,7 @@ from cdc_core.events.ordering import OrderKey
 
 @dataclass
 class OpenTransaction:
-    id: str
+    id: str | None  # None: a standalone change (`TransactionBegin.standalone`)
     epoch: int
     rank: int
     ts_ms: int

@@ -51,10 +51,12 @@ def struct(
     return schema
 
 
-def transaction_block_schema(ordered: bool = True) -> Schema:
-    """The `transaction` block: Debezium's fields plus the ordered-metadata pair."""
+def transaction_block_schema(ordered: bool = True, standalone: bool = False) -> Schema:
+    """The `transaction` block: Debezium's fields plus the ordered-metadata pair.
+    `standalone`: the source writes changes outside transactions (MongoDB), whose blocks
+    carry the order with a null `id`."""
     fields = [
-        field("string", "id", optional=False),
+        field("string", "id", optional=standalone),
         field("int64", "total_order", optional=False),
         field("int64", "data_collection_order", optional=False),
     ]

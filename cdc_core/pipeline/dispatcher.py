@@ -216,7 +216,7 @@ class Dispatcher:
         """Open the transaction without emitting anything: as in Debezium, its BEGIN goes
         out with its first captured event (`_with_begin`), so a transaction that touches
         no captured table has neither BEGIN nor END."""
-        self._txn = OpenTransaction(item.id, item.epoch, item.rank, item.ts_ms)
+        self._txn = OpenTransaction(None if item.standalone else item.id, item.epoch, item.rank, item.ts_ms)
         self._restart = item.restart
         self._synthetic = item.synthetic
         self._replayable = item.replayable
@@ -233,7 +233,7 @@ class Dispatcher:
         if self._begun or self._txn is None:
             return records
         self._begun = True
-        if not self.txn_metadata:
+        if not self.txn_metadata or self._txn.id is None:  # no BEGIN for a standalone change
             return records
         key = self.key_serializer.wrap(self._txn_key_schema, {"id": self._txn.id})
         value = self.value_serializer.wrap(self._txn_value_schema, begin_payload(self._txn))
@@ -246,7 +246,7 @@ class Dispatcher:
         offset = make_offset(item.position, False, 0, self.schema_seq, self.snapshot_state)
         self.stats.last_position = item.position
         records = []
-        if txn is not None and self.txn_metadata and txn.total > 0:
+        if txn is not None and txn.id is not None and self.txn_metadata and txn.total > 0:
             key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn.id})
             value = self.value_serializer.wrap(self._txn_value_schema, end_payload(txn, item.ts_ms))
             records.append(Record(self.transaction_topic, key, value))
@@ -334,7 +334,7 @@ class Dispatcher:
         txn = OpenTransaction(cut["id"], cut["epoch"], cut["rank"], cut["ts_ms"])
         txn.total, txn.per_table = int(cut["total"]), dict(cut["per_table"])
         records = []
-        if self.txn_metadata and txn.total > 0:
+        if self.txn_metadata and txn.total > 0 and txn.id is not None:
             key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn.id})
             value = self.value_serializer.wrap(self._txn_value_schema, end_payload(txn, txn.ts_ms))
             records.append(Record(self.transaction_topic, key, value))

@@ -3,7 +3,9 @@
 A batch of records can end inside a transaction (a Kafka micro-batch is a range of
 offsets). A transaction is complete once its END record (on `<prefix>.transaction`) is
 in hand together with, for every table the END counts, that many distinct events (by
-`total_order`; release records count for the table they release). Records of incomplete
+`total_order`; release records count for the table they release). A standalone change
+(an ordered `transaction` block with a null id, as MongoDB writes outside a transaction
+get) is complete by itself. Records of incomplete
 transactions are held back and merged with a later batch. Holding back is safe for
 ordering: the MERGE is guarded by order key, so a transaction merged later than a newer
 one loses wherever they touch the same key.
@@ -63,7 +65,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     """Parsed records (`spark_jobs.merge.records.parse`) to merge now and to hold back.
     BEGIN/END records of complete transactions are dropped; those of incomplete ones are
     held with their events. Records without a transaction (tombstones, events without
-    transaction metadata) pass.
+    transaction metadata) and standalone changes pass.
 
     The events in hand (distinct by table and total_order) are compared with each END's
     per-table counts after one shuffle of a few narrow columns by transaction id; only the
@@ -74,12 +76,20 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
         F.expr(f"substring(topic, {len(prefix) + 2})")
     )
+    ordered = ~is_txn & F.col("p_total_order").isNotNull()
+    # A standalone change (an ordered block with a null id: a MongoDB write outside a
+    # transaction) is complete by itself; the events of one, which share its order key,
+    # count as one transaction that has ended.
+    standalone = ordered & F.col("p_txn_id").isNull()
     tagged = parsed.select(
         "*",
-        F.when(is_txn, F.col("p_id")).otherwise(F.col("p_txn_id")).alias("_txn"),
+        F.when(is_txn, F.col("p_id"))
+        .when(standalone, F.format_string("standalone:%d:%d", F.col("p_epoch"), F.col("p_rank")))
+        .otherwise(F.col("p_txn_id"))
+        .alias("_txn"),
         F.when(is_txn, F.col("p_status")).alias("_status"),
     )
-    is_event = ~is_txn & F.col("p_total_order").isNotNull()
+    is_event = ordered
     is_end = is_txn & (F.col("_status") == "END")
     # One row per event (its table and total_order) and per table an END counts (with a
     # row of no table for an END that counts none), shuffled once by transaction: every
@@ -94,6 +104,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
             F.col("p_epoch").alias("_epoch"),
             F.col("p_rank").alias("_rank"),
             is_end.alias("_end"),
+            standalone.alias("_alone"),
             counts.alias("_c"),
         )
         .select(
@@ -104,6 +115,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
             "_rank",
             F.col("_c.event_count").alias("_expected"),
             "_end",
+            "_alone",
         )
         .repartition("_txn")
     )
@@ -114,7 +126,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         .agg(
             F.count("_order").alias("_n"),
             F.max("_expected").alias("_expected"),
-            F.max("_end").alias("_ended"),
+            (F.max("_end") | F.max("_alone")).alias("_ended"),
             F.min("_epoch").alias("_epoch"),
             F.min("_rank").alias("_rank"),
         )

@@ -54,6 +54,10 @@ class SourceFixture(Protocol):
     # Whether tables have columns to add (documents have none: a new field is simply in
     # the documents that have it).
     schema_changes: bool
+    # Whether a lone change, outside an explicit transaction, is in no transaction (a
+    # MongoDB single-document write: no BEGIN/END, its block's id null) rather than in
+    # one of its own (a relational autocommit statement).
+    standalone_changes: bool
 
     def row(self, image: Any) -> dict[str, Any] | None:
         """An event's `before`/`after` (or a Delta row) as the suite's row: column → value."""
@@ -102,6 +106,7 @@ class TableRows:
 
     key_change_headers = True
     schema_changes = True
+    standalone_changes = False
 
     def row(self, image: Any) -> dict[str, Any] | None:
         return image

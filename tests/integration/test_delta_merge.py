@@ -274,6 +274,42 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path):
     assert position == (0, 9) and frames[path].where("NOT _cdc_deleted").count() == 3
 
 
+def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, tmp_path):
+    """A change in no transaction (MongoDB's single-document writes: a null id, no
+    BEGIN/END) is complete by itself, also while a transaction around it is held."""
+    import json
+
+    from delta.tables import DeltaTable
+
+    from spark_jobs.delta_merge import apply_aligned
+    from spark_jobs.merge.transactions import PendingStore
+    from tests.support.events import transaction
+
+    pending = PendingStore(spark, str(tmp_path / "held"))
+
+    def aligned(batch_id, records):
+        frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+        apply_aligned(spark, frame, str(tmp_path), "tm", {}, pending, batch_id)
+
+    aligned(
+        1,
+        [
+            event("c", (0, 6, 1), after=row(1, "a"), standalone=True),
+            event("u", (0, 7, 1), before=row(1, "a"), after=row(1, "a7"), standalone=True),
+            transaction("BEGIN", 9),
+            event("c", (0, 9, 1), after=row(2, "b")),  # its END comes later
+            event("c", (0, 8, 1), after=row(3, "c"), standalone=True),
+        ],
+    )
+    assert live(spark, tmp_path) == [(1, "a7"), (3, "c")]
+    meta = DeltaTable.forPath(spark, f"{tmp_path}/shop.accounts").history(1).collect()[0].userMetadata
+    last = json.loads(meta)["tidemark"]
+    assert (last["upto"], last["first"], last["last"]) == ([0, 8], [0, 6], [0, 8])
+    assert pending.read(2).count() == 2  # transaction 9's BEGIN and event, nothing standalone
+    aligned(2, [transaction("END", 9, {"shop.accounts": 1})])
+    assert live(spark, tmp_path) == [(1, "a7"), (2, "b"), (3, "c")]
+
+
 def test_scd2_history_matches_the_sequence_of_changes_whatever_the_delivery(spark, tmp_path):
     from spark_jobs.merge.options import MergeOptions
 

@@ -49,8 +49,10 @@ def event(
     before: dict[str, Any] | None = None,
     after: dict[str, Any] | None = None,
     fields: list[dict[str, Any]] | None = None,
+    standalone: bool = False,
 ) -> dict[str, Any]:
-    """One record (`topic, key, value` as text) at order key (epoch, rank, total_order)."""
+    """One record (`topic, key, value` as text) at order key (epoch, rank, total_order);
+    `standalone`: a change in no transaction (its block's id null, no BEGIN/END)."""
     fields = fields or FIELDS
     image = after if after is not None else before
     assert image is not None
@@ -62,7 +64,7 @@ def event(
             "after": after,
             "source": {"ts_ms": 1_700_000_000_000 + rank, "db": "shop", "table": "accounts"},
             "transaction": {
-                "id": f"0-1-{rank}",
+                "id": None if standalone else f"0-1-{rank}",
                 "total_order": total,
                 "data_collection_order": total,
                 "transaction_epoch": epoch,

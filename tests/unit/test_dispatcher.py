@@ -234,6 +234,43 @@ def test_offsets_follow_acknowledgements(tmp_path):
     assert tracker.take_committable()["source"] == {"file": "f.000001", "pos": 3}
 
 
+def test_a_standalone_change_has_no_begin_or_end_and_an_ordered_block_with_a_null_id(tmp_path):
+    """A write outside any transaction of the source's (MongoDB's single-document writes):
+    Debezium's MongoDB connector gives it no BEGIN/END; Tidemark keeps the order on it."""
+    restart = {"file": "f.000001", "pos": 20}
+    items = [
+        TransactionBegin("token-20", 0, 20, 1000, restart, standalone=True),
+        row(ORDERS, "c", after=(1, 1)),
+        TransactionCommit({"file": "f.000001", "pos": 21}, 1000),
+        *transaction(22, row(ORDERS, "u", before=(1, 1), after=(1, 2))),
+    ]
+    tracker = AckTracker()
+    records = Dispatcher(
+        config(tmp_path, "provide.transaction.metadata: true\n"), FakeSource(), tracker
+    ).process(items)
+    out = decoded(records)
+    assert [t for t, *_ in out] == [
+        "srv.shop.orders",
+        "srv.transaction",
+        "srv.shop.orders",
+        "srv.transaction",
+    ]
+    blocks = [v["transaction"] for t, _, v, _ in out if t == "srv.shop.orders"]
+    assert blocks[0] == {
+        "id": None, "total_order": 1, "data_collection_order": 1, "transaction_epoch": 0, "transaction_rank": 20,
+    }  # fmt: skip
+    assert blocks[1]["id"] == "0-1-22" and statuses(out) == ["BEGIN", "END"]
+    # Acknowledged, the standalone change's commit is the restart position after it.
+    tracker.ack(records[0][1])
+    assert tracker.take_committable()["source"] == {"file": "f.000001", "pos": 21}
+    # Resumed inside it (delivered, not yet committed past): nothing is repeated.
+    resume = {"source": restart, "in_txn": True, "rows_done": 1, "schema_seq": 0}
+    again = Dispatcher(
+        config(tmp_path, "provide.transaction.metadata: true\n"), FakeSource(), AckTracker(), resume=resume
+    )
+    assert without_processing_time(decoded(again.process(items))) == without_processing_time(out[1:])
+
+
 # ---------------------------------------------------------------- BEGIN/END only around captured events
 
 

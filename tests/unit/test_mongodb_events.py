@@ -34,7 +34,7 @@ def assembler() -> EventAssembler:
 def described(item: Any) -> dict[str, Any]:
     """A log item in the terms of the data file."""
     if isinstance(item, TransactionBegin):
-        return {"begin": item.id, "rank": item.rank, "epoch": item.epoch}
+        return {"begin": item.id, "rank": item.rank, "standalone": item.standalone, "epoch": item.epoch}
     if isinstance(item, TransactionCommit):
         return {"commit": {k: item.position[k] for k in ("sec", "ord", "epoch")}}
     if isinstance(item, SchemaChange):

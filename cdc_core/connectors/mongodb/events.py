@@ -1,11 +1,12 @@
 """Change stream events → the pipeline's `LogItem`s, in stream order.
 
-Every change event is in a transaction: the events of a multi-document transaction
-(`lsid` + `txnNumber`, contiguous in the stream) in one, with Debezium's id
-`<lsid>:<txnNumber>`; any other event in one of its own (its resume token's text the id),
-so every event carries the ordered metadata and the Delta merge can align it. A
-multi-document transaction ends where the next event belongs to another one, or when the
-stream is idle (`close`): a change stream shows a transaction whole, or not yet.
+The events of a multi-document transaction (`lsid` + `txnNumber`, contiguous in the
+stream) are one transaction with Debezium's id `<lsid>:<txnNumber>` and its BEGIN/END. Any
+other event is, as Debezium's MongoDB connector has it, in no transaction: no BEGIN or
+END, a `transaction` block whose `id` is null but which still carries the ordered
+metadata (`TransactionBegin.standalone`); the Delta merge takes it as complete by itself.
+A multi-document transaction ends where the next event belongs to another one, or when
+the stream is idle (`close`): a change stream shows a transaction whole, or not yet.
 
 Order (seed 002's rule, generalised): `transaction_rank` is the cluster time as MongoDB
 orders it, `seconds << 32 | increment`, one value for all of a transaction's events;
@@ -126,7 +127,9 @@ class EventAssembler:
         if self._txn is None:
             self._restart = dict(self.position)
             begin_id = txn_id or token.get("_data") or f"{sec}.{inc}"
-            items.append(TransactionBegin(str(begin_id), epoch, rank, ts_ms, self._restart))
+            items.append(
+                TransactionBegin(str(begin_id), epoch, rank, ts_ms, self._restart, standalone=txn_id is None)
+            )
             self._txn = txn_id or ""
         items.append(self._row(event, kind, table, sec, inc, ts_ms, lsid, txn_number))
         self.position = after_position

@@ -92,7 +92,7 @@ class DocumentShaper:
                 source,
                 field("string", "op"),
                 field("int64", "ts_ms"),
-                connect_schema.transaction_block_schema(ordered),
+                connect_schema.transaction_block_schema(ordered, standalone=True),
             ],
         )
 

@@ -131,6 +131,40 @@ def events(spark, out: str, count: int, table_rows: int, txn_size: int) -> None:
     changes.unionByName(boundaries).write.mode("overwrite").parquet(out)
 
 
+def schemaless(spark, records: str, out: str) -> dict[str, tuple[str, str]]:
+    """The same records as the streamer writes them with `value.converter.schemas.enable:
+    false`: each value its payload alone, naming its schema by reference (`schema_ref`);
+    returns the catalogue the streamer would have written to `<prefix>.schemas`."""
+    from pyspark.sql import functions as F
+
+    from cdc_core.pipeline.schema_references import schema_digest
+    from spark_jobs.merge.cutting import CUT, OPEN, bytes_between
+
+    texts = {TOPIC: value_schema_text(), f"{PREFIX}.transaction": transaction_schema_text()}
+    catalogue = {schema_digest(t, x.encode()): (t, x) for t, x in texts.items()}
+    digests = {t: d for d, (t, _) in catalogue.items()}
+    at = F.when(F.col("topic") == TOPIC, F.lit(len((OPEN + texts[TOPIC] + CUT).encode()))).otherwise(
+        F.lit(len((OPEN + texts[f"{PREFIX}.transaction"] + CUT).encode()))
+    )
+    ref = F.when(F.col("topic") == TOPIC, F.lit(digests[TOPIC])).otherwise(
+        F.lit(digests[f"{PREFIX}.transaction"])
+    )
+    if not Path(out, "_SUCCESS").exists():
+        (
+            spark.read.parquet(records)
+            .select("topic", "key", "value", at.alias("at"))
+            .select(
+                "topic",
+                "key",
+                bytes_between("at + 1", "octet_length(value) - at - 1").alias("value"),
+                ref.alias("schema_ref"),
+            )
+            .write.mode("overwrite")
+            .parquet(out)
+        )
+    return catalogue
+
+
 def deduplicated(spark, records: str, out: str) -> None:
     """The same batch parsed and reduced to the newest event per key, in the table's
     types: the bare MERGE's input, prepared outside its timing."""

@@ -13,8 +13,11 @@ large one. Also the JSON floor: reading the records and parsing every payload in
 merge's types, each cut out at its schema's known length, and nothing else. Every merge
 of these records has to read and parse them, so the bare MERGE plus that floor is the
 least any of them could take here; the benchmark prints that lowest possible ratio
-beside the one reached. `--source kafka` writes the events to Kafka first and reads the
-batch from there, as the merge job does (the bare MERGE still reads its prepared input).
+beside the one reached. Also Tidemark on the same events as the streamer writes them
+with `value.converter.schemas.enable: false` (each value its payload alone, naming its
+schema by reference; read from Parquet), its table checked equal. `--source kafka` writes
+the events to Kafka first and reads the batch from there, as the merge job does (the bare
+MERGE still reads its prepared input).
 
     python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 2] [--work DIR]
                           [--source parquet|kafka] [--bootstrap HOST:PORT]
@@ -35,7 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from bench import straightforward_merge
-from bench.merge_inputs import FIELDS, PREFIX, TOPIC, prepared, transaction_schema_text, value_schema_text
+from bench.merge_inputs import (
+    FIELDS,
+    PREFIX,
+    TOPIC,
+    prepared,
+    schemaless,
+    transaction_schema_text,
+    value_schema_text,
+)
 from bench.merge_kafka import to_kafka
 
 
@@ -85,14 +96,20 @@ class Phases(logging.Handler):
             self.seconds[phase] = self.seconds.get(phase, 0.0) + float(getattr(record, "seconds", 0.0))
 
 
-def tidemark_merge(spark, read: Callable[[], Any], root: str) -> tuple[float, float, dict[str, float]]:
+def tidemark_merge(
+    spark, read: Callable[[], Any], root: str, catalogue: dict[str, tuple[str, str]] | None = None
+) -> tuple[float, float, dict[str, float]]:
     """Seconds for the whole batch, of them the MERGE statement's own (from the commit's
     metrics), and each phase's. The offsets reached come from the records when they carry
-    them (Kafka), as in the merge job."""
+    them (Kafka), as in the merge job. `catalogue`: the schemas schemaless records name."""
     from delta.tables import DeltaTable
 
     from spark_jobs.delta_merge import apply_aligned
+    from spark_jobs.merge.known_schemas import KnownSchemas
     from spark_jobs.merge.transactions import PendingStore
+
+    known = KnownSchemas()
+    known.refer(catalogue or {})
 
     phases = Phases()
     merge_log = logging.getLogger("spark_jobs.delta_merge")
@@ -102,7 +119,9 @@ def tidemark_merge(spark, read: Callable[[], Any], root: str) -> tuple[float, fl
         started = time.perf_counter()
         batch = read()
         reached = None if "offset" in batch.columns else {}
-        apply_aligned(spark, batch, root, PREFIX, reached, PendingStore(spark, f"{root}/_held"), 1)
+        apply_aligned(
+            spark, batch, root, PREFIX, reached, PendingStore(spark, f"{root}/_held"), 1, known=known
+        )
         took = time.perf_counter() - started
     finally:
         merge_log.removeHandler(phases)
@@ -162,25 +181,32 @@ def main(argv: list[str] | None = None) -> int:
                 read = to_kafka(spark, records, args.bootstrap, [TOPIC, f"{PREFIX}.transaction"])
             else:
                 read = partial(spark.read.parquet, records)
-            ours, ours_merge, ours_phases, bare, floor_json, plain = [], [], [], [], [], []
+            loose_records = str(work / f"schemaless-{Path(records).name}")
+            catalogue = schemaless(spark, records, loose_records)
+            read_loose = partial(spark.read.parquet, loose_records)
+            ours, ours_merge, ours_phases, bare, floor_json, plain, loose = [], [], [], [], [], [], []
             # Alternating rounds on fresh clones: both merges run with a warm JVM, and the
             # best of each counts (this machine's speed drifts from minute to minute).
             shutil.rmtree(work / "run", ignore_errors=True)  # left by an interrupted run
             for n in range(args.rounds):
                 ours_root, bare_path = str(work / f"run/ours-{size}-{n}"), str(work / f"run/bare-{size}-{n}")
                 plain_path = str(work / f"run/plain-{size}-{n}")
+                loose_root = str(work / f"run/schemaless-{size}-{n}")
                 clone(spark, base, f"{ours_root}/bench.t")
+                clone(spark, base, f"{loose_root}/bench.t")
                 clone(spark, base, bare_path)
                 clone(spark, base, plain_path)
                 took, merge_part, phases = tidemark_merge(spark, read, ours_root)
                 ours.append(took)
                 ours_merge.append(merge_part)
                 ours_phases.append(phases)
+                loose.append(tidemark_merge(spark, read_loose, loose_root, catalogue)[0])
                 bare.append(bare_merge(spark, deduped, bare_path))
                 plain.append(straightforward_merge.merge(spark, read, plain_path, TOPIC))
                 floor_json.append(json_floor(spark, read))
                 print(
-                    f"  round {n + 1}: Tidemark {took:.1f}s (MERGE {merge_part:.1f}s), straightforward merge "
+                    f"  round {n + 1}: Tidemark {took:.1f}s (MERGE {merge_part:.1f}s), schemaless {loose[-1]:.1f}s, "
+                    "straightforward merge "
                     f"{plain[-1]:.1f}s, bare MERGE {bare[-1]:.1f}s, JSON floor {floor_json[-1]:.1f}s",
                     flush=True,
                 )
@@ -192,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  WARNING: the merged table has {live:,} live rows, the bare MERGE's {floor:,}")
                 if not straightforward_merge.same_table(spark, f"{ours_root}/bench.t", plain_path):
                     print("  WARNING: Tidemark's table and the straightforward merge's differ")
+                if not straightforward_merge.same_table(
+                    spark, f"{ours_root}/bench.t", f"{loose_root}/bench.t"
+                ):
+                    print("  WARNING: the tables merged from JSON with and without schemas differ")
                 shutil.rmtree(work / "run", ignore_errors=True)
             best = min(range(args.rounds), key=lambda i: ours[i])
             results.append(
@@ -204,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                     ours_phases[best],
                     min(floor_json),
                     min(plain),
+                    min(loose),
                 )
             )
     finally:
@@ -217,14 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'parse s':>8s} "
         f"{'align s':>8s} {'its MERGE s':>12s} {'bare MERGE s':>13s} {'ratio':>6s} {'MERGE ratio':>12s} "
-        f"{'JSON floor s':>13s} {'lowest ratio':>13s} {'plain s':>8s} {'vs plain':>9s}"
+        f"{'JSON floor s':>13s} {'lowest ratio':>13s} {'plain s':>8s} {'vs plain':>9s} "
+        f"{'schemaless s':>13s} {'ratio':>6s} {'vs plain':>9s}"
     )
-    for size, ours, merge_part, bare, keys, phases, floor, plain_s in results:
+    for size, ours, merge_part, bare, keys, phases, floor, plain_s, loose_s in results:
         print(
             f"{size:12,d} {keys:9,d} {ours:11.1f} {args.events / ours:10,.0f} {phases.get('parse', 0):8.1f} "
             f"{phases.get('align', 0):8.1f} {merge_part:12.1f} {bare:13.1f} {ours / bare:6.2f}x "
             f"{merge_part / bare:11.2f}x {floor:13.1f} {(bare + floor) / bare:12.2f}x {plain_s:8.1f} "
-            f"{ours / plain_s:8.2f}x"
+            f"{ours / plain_s:8.2f}x {loose_s:13.1f} {loose_s / bare:5.2f}x {loose_s / plain_s:8.2f}x"
         )
     if len(results) > 1:
         (small, ours_small, _, bare_small, *_), (large, ours_large, _, bare_large, *_) = (
@@ -244,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         "guarded MERGE statement alone, from the commit's executionTimeMs; JSON floor: reading the records "
         "and parsing every payload (cut out at its schema's known length) into the merge's types, nothing else; "
         "lowest ratio: (bare MERGE + JSON floor) / bare MERGE, what even a merge that cost nothing but "
-        "the bare MERGE and that reading and parsing would reach)"
+        "the bare MERGE and that reading and parsing would reach; schemaless: Tidemark on the same events "
+        "as the streamer writes them with value.converter.schemas.enable false, each naming its schema)"
     )
     return 0
 

@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
+from cdc_core.pipeline.schema_references import references_enabled
 from spark_jobs.merge import evolution, patches, promoted
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
 from spark_jobs.merge.changes import PATCH, table_changes
@@ -43,6 +44,7 @@ from spark_jobs.merge.lease import merge_lease
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
 from spark_jobs.merge.records import Shapes, carried, reached_offsets
 from spark_jobs.merge.releases import Release, parse_release, release_rows
+from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete
 
@@ -243,6 +245,8 @@ def run_kafka(
     options = configured(options, config)
 
     def each_batch(batch: DataFrame, batch_id: int) -> None:
+        if references_enabled(config):
+            known.refer(kafka_catalogue(spark, servers, prefix))
         touched = apply_aligned(spark, batch, root, prefix, None, pending, batch_id, options, known)
         known.save(spark, checkpoint)
         log.info("batch %d: %d table(s)", batch_id, touched)
@@ -296,6 +300,8 @@ def run_local(
             return 0
         pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))
         known = KnownSchemas.load(spark, checkpoint)
+        if references_enabled(config):
+            known.refer(local_catalogue(log_root, prefix))
         touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known)
         known.save(spark, checkpoint)
     finally:

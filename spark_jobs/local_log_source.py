@@ -1,8 +1,9 @@
 """Read the embedded local event log as Spark rows shaped like Spark's Kafka source.
 
 Columns `topic, offset, key, value, headers` with key/value as JSON text (null for a
-tombstone), i.e. what `CAST(key AS STRING), CAST(value AS STRING)` gives from Kafka, so
-the merge job treats both sources alike. A line still being written is not valid JSON;
+tombstone), i.e. what `CAST(key AS STRING), CAST(value AS STRING)` gives from Kafka, and
+the schema a schemaless value names by reference (`schema_ref`), so the merge job treats
+both sources alike. A line still being written is not valid JSON;
 it is dropped here and read next time.
 """
 
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from cdc_core.events.envelope import SCHEMA_HEADER
 
 
 def spark_read_local_log(spark: SparkSession, root: str | Path, topics: Iterable[str]) -> DataFrame:
@@ -29,11 +32,14 @@ def spark_read_local_log(spark: SparkSession, root: str | Path, topics: Iterable
                 F.get_json_object("value", "$.key").alias("key"),
                 F.get_json_object("value", "$.value").alias("value"),
                 F.from_json(F.get_json_object("value", "$.headers"), "map<string,string>").alias("headers"),
-            ).where(F.col("offset").isNotNull())
+            )
+            .where(F.col("offset").isNotNull())
+            .withColumn("schema_ref", F.try_element_at("headers", F.lit(SCHEMA_HEADER)))
         )
     if not frames:
         return spark.createDataFrame(
-            [], "topic STRING, offset LONG, key STRING, value STRING, headers MAP<STRING,STRING>"
+            [],
+            "topic STRING, offset LONG, key STRING, value STRING, headers MAP<STRING,STRING>, schema_ref STRING",
         )
     result = frames[0]
     for frame in frames[1:]:

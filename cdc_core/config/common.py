@@ -289,6 +289,16 @@ COMMON_PROPERTIES: list[Property] = [
         description="Include the Connect schema in values.",
     ),
     Property(
+        "tidemark.schema.references",
+        "bool",
+        default=True,
+        description=(
+            "With `value.converter.schemas.enable: false`: each value names its Connect schema in the"
+            " header `__tidemark.schema`, and each schema is written once per run to `<prefix>.schemas`,"
+            " so the Delta merge lands schemaless JSON with exact types."
+        ),
+    ),
+    Property(
         "errors.max.retries",
         "int",
         default=-1,

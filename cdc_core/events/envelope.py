@@ -23,6 +23,9 @@ OPS = (OP_CREATE, OP_UPDATE, OP_DELETE, OP_READ, OP_TRUNCATE)
 
 NEWKEY_HEADER = "__debezium.newkey"
 OLDKEY_HEADER = "__debezium.oldkey"
+# A schemaless value's Connect schema, by reference: its digest, the key of the record on
+# `<prefix>.schemas` that holds it (`tidemark.schema.references`).
+SCHEMA_HEADER = "__tidemark.schema"
 CONTEXT_HEADERS = (
     "__debezium.context.connectorLogicalName",
     "__debezium.context.taskId",

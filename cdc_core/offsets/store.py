@@ -17,6 +17,7 @@ import orjson
 
 from cdc_core.durable import replace_file
 from cdc_core.errors import TidemarkError
+from cdc_core.sinks.kafka_topics import ensure_compacted
 
 FORMAT_VERSION = 1
 
@@ -107,31 +108,15 @@ class KafkaOffsetStore:
         )
 
     def _ensure_topic(self, replication_factor: int) -> None:
-        from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-
-        admin = AdminClient({**self.extra, "bootstrap.servers": self.servers})
-        try:
-            topics = admin.list_topics(timeout=self.timeout).topics
-        except Exception as exc:
-            raise OffsetStoreError(f"cannot reach Kafka to read offsets topic {self.topic}: {exc}") from None
-        if self.topic not in topics:
-            futures = admin.create_topics(
-                [NewTopic(self.topic, 1, replication_factor, config={"cleanup.policy": "compact"})]
-            )
-            try:
-                futures[self.topic].result(self.timeout)
-            except Exception as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise OffsetStoreError(f"cannot create offsets topic {self.topic}: {exc}") from None
-            return
-        resource = ConfigResource(ConfigResource.Type.TOPIC, self.topic)
-        config = admin.describe_configs([resource])[resource].result(self.timeout)
-        policy = config["cleanup.policy"].value
-        if "compact" not in policy:
-            raise OffsetStoreError(
-                f"offsets topic {self.topic} has cleanup.policy={policy}; it must be compact, or old offsets "
-                "would be deleted by retention"
-            )
+        ensure_compacted(
+            self.servers,
+            self.topic,
+            "offsets",
+            OffsetStoreError,
+            replication_factor,
+            self.timeout,
+            self.extra,
+        )
 
     def load(self) -> dict[str, Any] | None:
         from confluent_kafka import Consumer, TopicPartition

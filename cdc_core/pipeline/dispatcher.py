@@ -36,6 +36,7 @@ from cdc_core.events.envelope import (
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.release_payload import release_payload
+from cdc_core.pipeline.schema_references import SchemaReferences, references_enabled
 from cdc_core.schema.model import TableId
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.source import (
@@ -117,6 +118,7 @@ class Dispatcher:
         self.transaction_topic = f"{self.prefix}.{config.get('topic.transaction')}"
         self.key_serializer = EventSerializer(config.get("key.converter.schemas.enable"))
         self.value_serializer = EventSerializer(config.get("value.converter.schemas.enable"))
+        self.references = SchemaReferences(self.prefix, references_enabled(config))
         # Debezium's context headers, on every change event and tombstone: the logical name,
         # the task, the connector (`mariadb`/`mysql`) and this run's id.
         text = orjson.dumps({"type": "string", "optional": False})
@@ -235,9 +237,7 @@ class Dispatcher:
         self._begun = True
         if not self.txn_metadata or self._txn.id is None:  # no BEGIN for a standalone change
             return records
-        key = self.key_serializer.wrap(self._txn_key_schema, {"id": self._txn.id})
-        value = self.value_serializer.wrap(self._txn_value_schema, begin_payload(self._txn))
-        return [Record(self.transaction_topic, key, value), *records]
+        return [*self._transaction_record(self._txn.id, begin_payload(self._txn)), *records]
 
     def _commit(self, item: TransactionCommit, out: list[tuple[Record, int]]) -> None:
         txn, self._txn = self._txn, None
@@ -247,10 +247,17 @@ class Dispatcher:
         self.stats.last_position = item.position
         records = []
         if txn is not None and txn.id is not None and self.txn_metadata and txn.total > 0:
-            key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn.id})
-            value = self.value_serializer.wrap(self._txn_value_schema, end_payload(txn, item.ts_ms))
-            records.append(Record(self.transaction_topic, key, value))
+            records += self._transaction_record(txn.id, end_payload(txn, item.ts_ms))
         self._emit(records, offset, out)
+
+    def _transaction_record(self, txn_id: str, payload: dict[str, Any]) -> list[Record]:
+        """A BEGIN or END record (after its schema's record, the first time this run names
+        it by reference)."""
+        key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn_id})
+        value = self.value_serializer.wrap(self._txn_value_schema, payload)
+        headers, announced = self.references.refer(self.transaction_topic, self._txn_value_schema, ())
+        record = Record(self.transaction_topic, key, value, headers)
+        return [record] if announced is None else [announced, record]
 
     def _advance(self, position: dict[str, Any], ts_ms: int) -> None:
         self.tracker.add(make_offset(position, False, 0, self.schema_seq, self.snapshot_state), 0)
@@ -275,15 +282,20 @@ class Dispatcher:
             old_key = self.key_serializer.wrap(entry.key_schema, delete.key)
             new_key = self.key_serializer.wrap(entry.key_schema, create.key)
             deleted = ((NEWKEY_HEADER, new_key), *self.context_headers)
-            records.append(Record(delete.topic, old_key, self._value(entry, delete), deleted))
+            named, announced = self.references.refer(delete.topic, entry.value_schema, deleted)
+            records += [] if announced is None else [announced]
+            records.append(Record(delete.topic, old_key, self._value(entry, delete), named))
             if self.tombstones:
                 records.append(Record(delete.topic, old_key, None, deleted))
             created = ((OLDKEY_HEADER, old_key), *self.context_headers)
-            records.append(Record(create.topic, new_key, self._value(entry, create), created))
+            named, _ = self.references.refer(create.topic, entry.value_schema, created)
+            records.append(Record(create.topic, new_key, self._value(entry, create), named))
         else:
             event = events[0]
             key = None if event.key is None else self.key_serializer.wrap(entry.key_schema, event.key)
-            records.append(Record(event.topic, key, self._value(entry, event), self.context_headers))
+            named, announced = self.references.refer(event.topic, entry.value_schema, self.context_headers)
+            records += [] if announced is None else [announced]
+            records.append(Record(event.topic, key, self._value(entry, event), named))
             if event.op == OP_DELETE and self.tombstones and key is not None:
                 records.append(Record(event.topic, key, None, self.context_headers))
         self.stats.events += len(events)
@@ -335,9 +347,7 @@ class Dispatcher:
         txn.total, txn.per_table = int(cut["total"]), dict(cut["per_table"])
         records = []
         if self.txn_metadata and txn.total > 0 and txn.id is not None:
-            key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn.id})
-            value = self.value_serializer.wrap(self._txn_value_schema, end_payload(txn, txn.ts_ms))
-            records.append(Record(self.transaction_topic, key, value))
+            records += self._transaction_record(txn.id, end_payload(txn, txn.ts_ms))
         offset = make_offset(self._resume_source or {}, False, 0, self.schema_seq, self.snapshot_state)
         self._emit(records, offset, out)
 

@@ -33,6 +33,7 @@ from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.offsets.store import FileOffsetStore, KafkaOffsetStore, OffsetStore
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
+from cdc_core.pipeline.schema_references import references_enabled, schemas_topic
 from cdc_core.schema.history import SchemaHistory
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.sinks.base import Sink
@@ -113,6 +114,11 @@ def open_sink(config: ConnectorConfig, on_ack: Callable[[int], None]) -> Sink:
         if not servers:
             raise TidemarkError("sink.type=kafka needs sink.kafka.bootstrap.servers")
         extra = {groups[0]: value for groups, value in config.family("sink.kafka.producer.*")}
+        if references_enabled(config):
+            from cdc_core.sinks.kafka_topics import connection_settings, ensure_compacted
+
+            topic = schemas_topic(config.topic_prefix)
+            ensure_compacted(servers, topic, "schemas", TidemarkError, extra=connection_settings(extra))
         return KafkaSink(servers, on_ack, extra)
     from cdc_core.sinks.local_sink import LocalLogSink
 

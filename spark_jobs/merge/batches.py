@@ -46,8 +46,9 @@ def parsed_batch(
     Records whose schema is known (`known`: from earlier batches of the run and a sample
     of this one) are cut by prefix and parsed in one pass. The others, if any, are cut by
     searching, their schemas collected, then parsed (cut again the slow way if the fast
-    search cut wrong). Records that are not JSON events fail the batch before anything is
-    merged. `patch_field`: a document source's change-only field (`DocumentPatches`)."""
+    search cut wrong). Schemaless values that name their schema by reference
+    (`known.references`) are cut as if they carried it. Records that are not JSON events
+    fail the batch before anything is merged. `patch_field`: a document source's change-only field (`DocumentPatches`)."""
     known = known if known is not None else KnownSchemas()
     spark = records.sparkSession
     known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
@@ -55,12 +56,14 @@ def parsed_batch(
     not_rows = boundary_topics(prefix)
     first = known.shapes(spark, not_rows)
     pairs = known.pairs()
+    by_reference = {d: pairs.index(pair) for d, pair in known.references.items() if pair in pairs}
+    texts = {d: text for d, (_, text) in known.references.items()}
     cached: list[DataFrame] = []
     with session_settings(spark, {_COMPRESSED: "false"}):
         try:
             parsed, counts = None, {}
             if pairs:
-                parsed = parse(cut_known(records, pairs), first, patch_field).persist()
+                parsed = parse(cut_known(records, pairs, by_reference), first, patch_field).persist()
                 cached.append(parsed)
                 counts = census(parsed)
             shapes = first.only(set(counts))
@@ -76,7 +79,7 @@ def parsed_batch(
                     )
                 )
                 for fast in (True, False):
-                    cuts = cut(rest_records, fast).persist()
+                    cuts = cut(rest_records, fast, texts).persist()
                     more = collect_shapes(cuts, fast, not_rows).adopting(shapes)
                     if not more.cut_wrong:
                         break

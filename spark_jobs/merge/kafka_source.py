@@ -7,9 +7,13 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from cdc_core.events.envelope import SCHEMA_HEADER
+from spark_jobs.merge.records import REFERENCE
+
 
 def kafka_records(reader: Any, servers: str, min_partitions: int | None, **options: str) -> DataFrame:
-    """Kafka records as `topic, partition, offset, key, value` (texts) through `reader`
+    """Kafka records as `topic, partition, offset, key, value` (texts) and the schema
+    reference a schemaless value names (`REFERENCE`, else null) through `reader`
     (`spark.read` for a batch, `spark.readStream` for a stream), with the Kafka source's
     `options` (which topics, from and to which offsets).
 
@@ -22,13 +26,16 @@ def kafka_records(reader: Any, servers: str, min_partitions: int | None, **optio
         reader.format("kafka")
         .option("kafka.bootstrap.servers", servers)
         .option("minPartitions", str(tasks))
+        .option("includeHeaders", "true")
         .options(**options)
         .load()
     )
+    named = F.expr(f"try_element_at(filter(headers, h -> h.key = '{SCHEMA_HEADER}'), 1).value")
     return frame.select(
         "topic",
         "partition",
         "offset",
         F.col("key").cast("string").alias("key"),
         F.col("value").cast("string").alias("value"),
+        named.cast("string").alias(REFERENCE),
     )

@@ -73,6 +73,17 @@ class KnownSchemas:
         self._by_topic: dict[str, list[str]] = {}
         self._keys: dict[str, str | None] = {}
         self._saved: list[tuple[str, str]] = []  # the pairs the checkpoint holds (`load`, `save`)
+        # digest → (topic, schema text): the schemas schemaless values name (`refer`)
+        self.references: dict[str, tuple[str, str]] = {}
+
+    def refer(self, catalogue: dict[str, tuple[str, str]]) -> None:
+        """The schemas schemaless values name by reference (`<prefix>.schemas`, in log
+        order, `spark_jobs.merge.schema_catalogue`): known from now on like those of
+        earlier batches."""
+        for digest, (topic, text) in catalogue.items():
+            if digest not in self.references:
+                self.add(topic, text, None)
+                self.references[digest] = (topic, text)
 
     def add(self, topic: str, text: str, key: str | None) -> None:
         texts = self._by_topic.setdefault(topic, [])

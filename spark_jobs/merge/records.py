@@ -28,6 +28,9 @@ RECORDS = "topic STRING, key STRING, value STRING"
 # cut and the parse, so the offsets a batch reached are read from the parse's cache
 # rather than by reading the source a second time.
 POSITION = ("partition", "offset")
+# A schemaless value's schema by reference (the `__tidemark.schema` header), when the
+# source has it: carried like the position, for the value's cut (`spark_jobs.merge.cutting`).
+REFERENCE = "schema_ref"
 TRANSACTION_BLOCK = T.StructType(
     [
         T.StructField("id", T.StringType()),
@@ -66,8 +69,8 @@ PAYLOAD = T.StructType(
 
 
 def carried(frame: DataFrame) -> list[str]:
-    """The `POSITION` columns `frame` has."""
-    return [c for c in POSITION if c in frame.columns]
+    """The `POSITION` and `REFERENCE` columns `frame` has."""
+    return [c for c in (*POSITION, REFERENCE) if c in frame.columns]
 
 
 @dataclass(frozen=True)
@@ -289,7 +292,7 @@ def _image(shape: Shape, patch_field: str | None = None) -> Column:
 def reached_offsets(parsed: DataFrame) -> dict[str, dict[str, int]]:
     """Per topic and partition, the highest offset among the parsed records that carry
     one (records held back from an earlier batch do not)."""
-    if carried(parsed) != list(POSITION):
+    if any(c not in parsed.columns for c in POSITION):
         return {}
     rows = (
         parsed.where(F.col("offset").isNotNull())

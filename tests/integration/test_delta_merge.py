@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from tests.support.events import FIELDS, TOPIC, event, row, tombstone
+from tests.support.events import FIELDS, TOPIC, dumps, event, row, tombstone
 
 pytestmark = pytest.mark.integration
 
@@ -461,3 +461,72 @@ def test_a_release_leaves_out_its_excluded_keys_whatever_their_type(spark, tmp_p
     release = parse_release(json.dumps(payload))
     rows = release_rows(spark, [release], None).select("v").collect()
     assert sorted(r.v for r in rows) == ["row 1", "row 3"]
+
+
+def schemaless(record: dict, catalogue: dict) -> dict:
+    """`record` as the streamer writes it with `value.converter.schemas.enable: false`:
+    the payload alone, naming its schema (recorded in `catalogue`) by reference."""
+    import json
+
+    from cdc_core.pipeline.schema_references import schema_digest, schema_record
+    from spark_jobs.merge.schema_catalogue import schema_entry
+
+    value = None if record["value"] is None else json.loads(record["value"])
+    if value is None or "schema" not in value:  # a tombstone; a BEGIN/END written without
+        return {**record, "schema_ref": None}
+    schema = dumps(value["schema"]).encode()
+    digest = schema_digest(record["topic"], schema)
+    entry = schema_entry(schema_record("tm", digest, record["topic"], schema).value.decode())
+    catalogue[digest] = entry[1:]
+    return {**record, "value": dumps(value["payload"]), "schema_ref": digest}
+
+
+def test_schemaless_values_naming_their_schemas_land_as_values_with_schemas(spark, tmp_path):
+    """Deliverable of schemas by reference: the same events, with their schemas or naming
+    them, give the same Delta table, every column and type (an added column included)."""
+    from cdc_core.events.connect_schema import field
+    from spark_jobs.delta_merge import apply_aligned
+    from spark_jobs.merge.known_schemas import KnownSchemas
+    from spark_jobs.merge.transactions import PendingStore
+    from tests.support.events import transaction
+
+    wider = [*FIELDS, field("int64", "tier", logical="io.debezium.time.MicroTimestamp")]
+    batches = [
+        [
+            transaction("BEGIN", 1),
+            event("c", (0, 1, 1), after=row(1, "ann", cents=-12345)),
+            event("c", (0, 1, 2), after=row(2, "bob", cents=7)),
+            transaction("END", 1, {"shop.accounts": 2}),
+            transaction("BEGIN", 2),
+            event(
+                "u", (0, 2, 1), before=row(1, "ann"), after=row(1, "ann2", extra={"tier": 5}), fields=wider
+            ),
+        ],
+        [
+            transaction("END", 2, {"shop.accounts": 2}),
+            event("d", (0, 2, 2), before=row(2, "bob"), fields=wider),
+            tombstone(2),
+            transaction("BEGIN", 3),
+            event("c", (0, 3, 1), after=row(3, "cy", extra={"tier": 1709251199123456}), fields=wider),
+            transaction("END", 3, {"shop.accounts": 1}),
+        ],
+    ]
+    catalogue: dict = {}
+    for form in ("with", "without"):
+        root = tmp_path / form
+        pending, known = PendingStore(spark, str(root / "held")), KnownSchemas()
+        for batch_id, batch in enumerate(batches, 1):
+            records = batch if form == "with" else [schemaless(r, catalogue) for r in batch]
+            known.refer(catalogue)
+            schema = "topic STRING, key STRING, value STRING" + (
+                ", schema_ref STRING" if form != "with" else ""
+            )
+            frame = spark.createDataFrame(records, schema)
+            apply_aligned(spark, frame, str(root / "delta"), "tm", {}, pending, batch_id, known=known)
+    tables = [
+        spark.read.format("delta").load(str(tmp_path / f / "delta" / "shop.accounts"))
+        for f in ("with", "without")
+    ]
+    assert tables[0].schema == tables[1].schema and "tier" in tables[0].columns
+    rows = [sorted(map(tuple, t.collect()), key=str) for t in tables]
+    assert rows[0] == rows[1] and len(rows[0]) == 3  # 2 is kept deleted, for late events to meet

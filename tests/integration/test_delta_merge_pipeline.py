@@ -157,6 +157,41 @@ def test_kafka_to_delta_with_an_available_now_stream_and_a_crash_before_its_chec
     assert set(changed) <= {"0"}  # the batch ran again to no effect
 
 
+def test_schemaless_values_from_kafka_land_with_their_schemas_by_reference(
+    spark, tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap
+):
+    """`value.converter.schemas.enable: false`: each value names its schema, written once
+    to a compacted `<prefix>.schemas`; the merge types the payloads exactly from it."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    from spark_jobs.delta_merge import run_kafka
+    from tests.support.kafka import read_topic
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        for ddl in DDL:
+            cur.execute(ddl)
+    schemaless = {"value.converter.schemas.enable": False, "key.converter.schemas.enable": False}
+    c = kafka_connector(tmp_path, scratch_db, kafka_bootstrap, "refs", schemaless)
+    accounts = f"{c.prefix}.{scratch_db}.accounts"
+    with running_in_process(c):
+        write_changes(db)
+        wait_for(
+            lambda: len([v for _, v in read_topic(kafka_bootstrap, accounts) if v]) >= 30,
+            60,
+            message="events",
+        )
+    assert "schema" not in json.loads(next(v for _, v in read_topic(kafka_bootstrap, accounts) if v))
+    resource = ConfigResource(ConfigResource.Type.TOPIC, f"{c.prefix}.schemas")
+    described = AdminClient({"bootstrap.servers": kafka_bootstrap}).describe_configs([resource])[resource]
+    assert described.result(30)["cleanup.policy"].value == "compact"
+    root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
+    run_kafka(spark, c.config(), root, checkpoint, "available-now")
+    assert_equal(spark, db, root, scratch_db)
+    stored = delta_rows(spark, root, scratch_db, "accounts")[0]
+    assert stored[2] == decimal.Decimal("1.25") and stored[3] == dt.date(2024, 2, 29)
+
+
 def test_a_kafka_batch_of_one_topic_partition_is_read_in_several_tasks_and_whole(
     spark, tmp_path, kafka_bootstrap
 ):

@@ -3,6 +3,8 @@ resuming inside a transaction without loss or duplicates (no database needed).""
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 
@@ -58,7 +60,7 @@ def config(tmp_path, extra: str = ""):
     path.write_text(
         "name: t\nconnector.class: mysql\ntopic.prefix: srv\ndatabase.hostname: h\ndatabase.user: u\n"
         "database.server.id: 1\nkey.converter.schemas.enable: false\nvalue.converter.schemas.enable: false\n"
-        "table.exclude.list: hr\\..*\n" + extra
+        "tidemark.schema.references: false\ntable.exclude.list: hr\\..*\n" + extra
     )
     return load_config(path, PROPERTIES, environ={})
 
@@ -473,3 +475,44 @@ def test_a_crash_inside_a_transaction_that_cannot_be_read_again_closes_what_was_
     ]
     assert resumed[0][2]["event_count"] == 1
     assert resumed[0][2]["data_collections"] == [{"data_collection": "shop.orders", "event_count": 1}]
+
+
+# ---------------------------------------------------------------- schemas by reference
+
+
+def test_schemaless_values_name_their_schema_written_once_per_run_ahead_of_them(tmp_path):
+    def run():
+        c = config(tmp_path, "provide.transaction.metadata: true\n")
+        c = dataclasses.replace(c, values={**c.values, "tidemark.schema.references": True})
+        return decoded(Dispatcher(c, FakeSource(), AckTracker()).process(items), context=True)
+
+    items = transaction(
+        3,
+        row(CUSTOMERS, "c", after=(1, "a", "A")),
+        row(ORDERS, "c", after=(10, 5)),
+        row(CUSTOMERS, "u", before=(1, "a", "A"), after=(1, "a", "B")),
+        row(CUSTOMERS, "d", before=(1, "a", "B")),
+    )
+    out = run()
+    assert [t for t, *_ in out] == [
+        "srv.schemas", "srv.transaction", "srv.schemas", "srv.shop.customers", "srv.schemas",
+        "srv.shop.orders", "srv.shop.customers", "srv.shop.customers", "srv.shop.customers", "srv.transaction",
+    ]  # fmt: skip
+    schemas = {k["id"]: v for t, k, v, _ in out if t == "srv.schemas"}
+    assert {v["topic"] for v in schemas.values()} == {
+        "srv.transaction",
+        "srv.shop.customers",
+        "srv.shop.orders",
+    }
+    for topic, _, value, headers in out:
+        if topic == "srv.schemas":
+            continue
+        if value is None:  # a tombstone has no value to type
+            assert "__tidemark.schema" not in headers
+            continue
+        named = schemas[headers["__tidemark.schema"].decode()]
+        assert named["topic"] == topic and "payload" not in value and "schema" not in value
+        if topic != "srv.transaction":
+            assert named["schema"]["name"] == f"{topic}.Envelope"
+            assert [f["field"] for f in named["schema"]["fields"]][:2] == ["before", "after"]
+    assert [t for t, *_ in run()][:3] == ["srv.schemas", "srv.transaction", "srv.schemas"]  # a new run: again

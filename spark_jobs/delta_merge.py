@@ -42,7 +42,7 @@ from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.landing import TablePlan, land
 from spark_jobs.merge.lease import merge_lease
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
-from spark_jobs.merge.records import Shapes, carried, reached_offsets
+from spark_jobs.merge.records import REFERENCE, Shapes, carried, reached_offsets
 from spark_jobs.merge.releases import Release, parse_release, release_rows
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
@@ -62,7 +62,8 @@ def apply_batch(
 ) -> int:
     """Merge one batch of records (`topic, key, value` as text) without transaction
     alignment. Returns the number of tables touched."""
-    with parsed_batch(records.select("topic", "key", "value"), prefix, patch_field=_patch_field(options)) as (
+    columns = ("topic", "key", "value", *(c for c in carried(records) if c == REFERENCE))
+    with parsed_batch(records.select(*columns), prefix, patch_field=_patch_field(options)) as (
         parsed,
         shapes,
     ):

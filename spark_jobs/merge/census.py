@@ -48,5 +48,6 @@ def check_recognised(parsed: DataFrame, counts: Census | None = None) -> None:
     if bad:
         detail = ", ".join(f"{n} on {topic}" for topic, n in sorted(bad.items()))
         raise TidemarkError(
-            f"records whose value is not a JSON event ({detail}): nothing of this batch was merged"
+            f"records whose value is not a JSON event ({detail}): nothing of this batch was merged (a value"
+            " without its schema must name one on <prefix>.schemas: the streamer's tidemark.schema.references)"
         )

@@ -62,8 +62,9 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
         for shape in variants:
             if shape.schema is None:
                 raise TidemarkError(
-                    f"events on {topic} carry no schema: set value.converter.schemas.enable (the default) "
-                    "so the merge knows each column's type"
+                    f"events on {topic} carry no schema and name none: set value.converter.schemas.enable (the "
+                    "default), or keep tidemark.schema.references on with its <prefix>.schemas topic, so the "
+                    "merge knows each column's type"
                 )
             these = (F.col("topic") == topic) & (F.col("schema_id") == F.lit(shape.schema_id))
             frames.append(_typed(parsed.where(these), shape))

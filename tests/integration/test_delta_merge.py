@@ -530,3 +530,13 @@ def test_schemaless_values_naming_their_schemas_land_as_values_with_schemas(spar
     assert tables[0].schema == tables[1].schema and "tier" in tables[0].columns
     rows = [sorted(map(tuple, t.collect()), key=str) for t in tables]
     assert rows[0] == rows[1] and len(rows[0]) == 3  # 2 is kept deleted, for late events to meet
+    # Values naming a schema the merge cannot find: refused, nothing merged.
+    from cdc_core.errors import TidemarkError
+
+    lost = [schemaless(r, {}) for r in batches[1]]
+    frame = spark.createDataFrame(lost, "topic STRING, key STRING, value STRING, schema_ref STRING")
+    with pytest.raises(TidemarkError, match="tidemark.schema.references"):
+        apply_aligned(
+            spark, frame, str(tmp_path / "lost"), "tm", {}, PendingStore(spark, str(tmp_path / "h")), 1
+        )
+    assert not (tmp_path / "lost" / "shop.accounts").exists()

@@ -36,6 +36,7 @@ from cdc_core.events.envelope import (
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.release_payload import release_payload
+from cdc_core.pipeline.schema_change_payload import schema_change_payload
 from cdc_core.pipeline.schema_references import SchemaReferences, references_enabled
 from cdc_core.schema.model import TableId
 from cdc_core.snapshot.staged_form import StagedForm
@@ -427,54 +428,7 @@ class Dispatcher:
         database_level = not item.affected and item.database and self.tables.captures_database(item.database)
         records = []
         if self.schema_changes and (captured or database_level):
-            records.append(self._schema_change_record(item, captured))
+            payload = schema_change_payload(item, captured)
+            key = self.key_serializer.wrap(None, {"databaseName": item.database or ""})
+            records.append(Record(self.prefix, key, self.value_serializer.wrap(None, payload)))
         self._emit(records, offset, out)
-
-    def _schema_change_record(self, item: SchemaChange, captured: list[Any]) -> Record:
-        by_id = {t.id: t for t in item.tables}
-        changes = []
-        for table_id in captured:
-            schema = by_id.get(table_id)
-            change_type = "DROP" if schema is None else ("CREATE" if item.kind == "create_table" else "ALTER")
-            changes.append(
-                {
-                    "type": change_type,
-                    "id": f'"{table_id.database}"."{table_id.table}"',
-                    "table": None if schema is None else _table_change(schema),
-                }
-            )
-        payload = {
-            "source": item.source,
-            "ts_ms": item.ts_ms,
-            "databaseName": item.database or "",
-            "schemaName": None,
-            "ddl": item.ddl,
-            "tableChanges": changes,
-        }
-        key = self.key_serializer.wrap(None, {"databaseName": item.database or ""})
-        return Record(self.prefix, key, self.value_serializer.wrap(None, payload))
-
-
-def _table_change(schema: Any) -> dict[str, Any]:
-    return {
-        "defaultCharsetName": schema.charset,
-        "primaryKeyColumnNames": list(schema.primary_key),
-        "columns": [
-            {
-                "name": c.name,
-                "typeName": c.type_name,
-                "typeExpression": c.type_name,
-                "charsetName": c.charset,
-                "length": c.length,
-                "scale": c.scale,
-                "position": i + 1,
-                "optional": c.nullable,
-                "autoIncremented": c.auto_increment,
-                "generated": c.generated,
-                "comment": c.comment,
-                "enumValues": list(c.enum_values) or None,
-            }
-            for i, c in enumerate(schema.columns)
-        ],
-        "comment": schema.comment,
-    }

@@ -28,7 +28,8 @@ def _load(path: str) -> ConnectorConfig:
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
-    from cdc_core.pipeline.streamer import LeaseError, Streamer
+    from cdc_core.pipeline.state import LeaseError
+    from cdc_core.pipeline.streamer import Streamer
 
     config = _load(args.config)
     show = args.status_line == "always" or (args.status_line == "auto" and sys.stderr.isatty())
@@ -63,7 +64,7 @@ def _describe_offset(config: ConnectorConfig, offset: dict[str, Any] | None) -> 
 
 def status_document(config: ConnectorConfig, check_source: bool = True) -> dict[str, Any]:
     """Everything known about a connector's state, as one JSON-ready document."""
-    from cdc_core.pipeline.streamer import StateLayout, open_offset_store
+    from cdc_core.pipeline.state import StateLayout, open_offset_store
 
     layout = StateLayout(config)
     store = open_offset_store(config, layout)

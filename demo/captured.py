@@ -18,7 +18,7 @@ def events_by_topic(config: ConnectorConfig) -> dict[str, list[Event]]:
     """Every record of the connector's topics, decoded, in log order per topic."""
     if config.get("sink.type") == "kafka":
         return _from_kafka(config)
-    from cdc_core.pipeline.streamer import local_log_directory
+    from cdc_core.pipeline.state import local_log_directory
     from cdc_core.sinks.local_log import LocalEventLog
 
     log = LocalEventLog.open_reader(local_log_directory(config))

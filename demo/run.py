@@ -122,7 +122,7 @@ def reset(config: ConnectorConfig) -> None:
     windows removed (the source recreated its database before)."""
     from tidemark_airflow.lakehouse import lakehouse_paths
 
-    from cdc_core.pipeline.streamer import local_log_directory
+    from cdc_core.pipeline.state import local_log_directory
 
     paths = [
         config.state_directory(),

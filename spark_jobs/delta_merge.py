@@ -272,7 +272,7 @@ def run_local(
     """One batch: everything after the offsets under `checkpoint` up to the log's end.
     The offsets are saved only after every table merged, so a crash repeats the batch,
     which the order-key guard makes harmless."""
-    from cdc_core.pipeline.streamer import local_log_directory
+    from cdc_core.pipeline.state import local_log_directory
     from spark_jobs.local_log_source import spark_read_local_log
 
     log_root = local_log_directory(config)

@@ -108,7 +108,7 @@ def plan_windows(
 
 def done_windows(config: ConnectorConfig, signal_id: str) -> dict[tuple[str, str | None], set[int]]:
     """Windows of this snapshot the streamer has already released (committed offsets)."""
-    from cdc_core.pipeline.streamer import StateLayout, open_offset_store
+    from cdc_core.pipeline.state import StateLayout, open_offset_store
 
     store = open_offset_store(config, StateLayout(config))
     try:

@@ -10,7 +10,6 @@ SIGTERM/SIGINT stop gracefully: flush, commit, exit 0.
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import queue
@@ -18,7 +17,6 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,13 +28,11 @@ from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import ConfigError, SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import Record
 from cdc_core.filters import ColumnRules, TableFilter
-from cdc_core.offsets.store import FileOffsetStore, KafkaOffsetStore, OffsetStore
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
-from cdc_core.pipeline.schema_references import references_enabled, schemas_topic
+from cdc_core.pipeline.state import Lease, StateLayout, open_offset_store, open_sink
 from cdc_core.schema.history import SchemaHistory
 from cdc_core.schema.model import TableId, TableSchema
-from cdc_core.sinks.base import Sink
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.coordinator import ChunkCoordinator
 from cdc_core.snapshot.stage import SnapshotStage
@@ -52,84 +48,6 @@ _END = object()
 @dataclass
 class _Failure:
     error: BaseException
-
-
-class LeaseError(TidemarkError):
-    """Another streamer for this connector holds its lease."""
-
-
-class Lease:
-    """One streamer per connector: an exclusive lock on a file in its state folder.
-
-    The kernel drops the lock when the process dies, however it dies, so a crashed
-    streamer never blocks its successor.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip()
-            os.close(self._fd)
-            raise LeaseError(
-                f"another streamer for this connector is running (pid {holder or 'unknown'}; lease {path})"
-            ) from None
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, str(os.getpid()).encode(), 0)
-
-    def release(self) -> None:
-        os.close(self._fd)
-
-
-class StateLayout:
-    """Where a connector keeps its state: offsets, schema history, lease, status."""
-
-    def __init__(self, config: ConnectorConfig) -> None:
-        self.root = config.state_directory()
-        self.offsets = self.root / "offsets.json"
-        self.history = self.root / "schema_history"
-        self.lease = self.root / "streamer.lock"
-        self.status = self.root / "status.json"
-        self.staging = self.root / "snapshot_staging"
-
-
-def open_offset_store(config: ConnectorConfig, layout: StateLayout) -> OffsetStore:
-    if config.get("offset.storage") == "kafka":
-        topic = config.get("offset.storage.topic") or f"{config.topic_prefix}.offsets"
-        servers = config.get("sink.kafka.bootstrap.servers")
-        if not servers:
-            raise TidemarkError("offset.storage=kafka needs sink.kafka.bootstrap.servers")
-        return KafkaOffsetStore(servers, topic, config.name)
-    return FileOffsetStore(layout.offsets, config.name)
-
-
-def open_sink(config: ConnectorConfig, on_ack: Callable[[int], None]) -> Sink:
-    if config.get("sink.type") == "kafka":
-        from cdc_core.sinks.kafka_sink import KafkaSink
-
-        servers = config.get("sink.kafka.bootstrap.servers")
-        if not servers:
-            raise TidemarkError("sink.type=kafka needs sink.kafka.bootstrap.servers")
-        extra = {groups[0]: value for groups, value in config.family("sink.kafka.producer.*")}
-        if references_enabled(config):
-            from cdc_core.sinks.kafka_topics import connection_settings, ensure_compacted
-
-            topic = schemas_topic(config.topic_prefix)
-            ensure_compacted(servers, topic, "schemas", TidemarkError, extra=connection_settings(extra))
-        return KafkaSink(servers, on_ack, extra)
-    from cdc_core.sinks.local_sink import LocalLogSink
-
-    return LocalLogSink(local_log_directory(config), on_ack)
-
-
-def local_log_directory(config: ConnectorConfig) -> Path:
-    configured = config.get("sink.local.directory")
-    if configured:
-        return Path(configured)
-    return config.state_directory().parent.parent / "eventlog" / config.name
 
 
 class Streamer:

@@ -19,7 +19,7 @@ def merge_lease(checkpoint: str, wait_seconds: float = 3600) -> Iterator[None]:
     if "://" in checkpoint and not checkpoint.startswith("file:"):
         yield
         return
-    from cdc_core.pipeline.streamer import Lease, LeaseError
+    from cdc_core.pipeline.state import Lease, LeaseError
 
     path = Path(checkpoint.removeprefix("file:")) / "merge.lock"
     deadline = time.monotonic() + wait_seconds

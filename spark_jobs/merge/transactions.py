@@ -76,11 +76,11 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
         F.expr(f"substring(topic, {len(prefix) + 2})")
     )
-    ordered = ~is_txn & F.col("p_total_order").isNotNull()
+    is_event = ~is_txn & F.col("p_total_order").isNotNull()
     # A standalone change (an ordered block with a null id: a MongoDB write outside a
     # transaction) is complete by itself; the events of one, which share its order key,
     # count as one transaction that has ended.
-    standalone = ordered & F.col("p_txn_id").isNull()
+    standalone = is_event & F.col("p_txn_id").isNull()
     tagged = parsed.select(
         "*",
         F.when(is_txn, F.col("p_id"))
@@ -89,7 +89,6 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         .alias("_txn"),
         F.when(is_txn, F.col("p_status")).alias("_status"),
     )
-    is_event = ordered
     is_end = is_txn & (F.col("_status") == "END")
     # One row per event (its table and total_order) and per table an END counts (with a
     # row of no table for an END that counts none), shuffled once by transaction: every

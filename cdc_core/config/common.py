@@ -268,6 +268,14 @@ COMMON_PROPERTIES: list[Property] = [
         description="Embedded event log folder (default `.local/eventlog/<name>`).",
     ),
     Property(
+        "sink.local.format",
+        "enum",
+        default="json",
+        choices=("json", "parquet"),
+        description="The embedded event log's files: `json` (JSON lines) or `parquet` (typed columns that the "
+        "Delta merge reads without parsing JSON). A log written in one format is read in both.",
+    ),
+    Property(
         "sink.kafka.bootstrap.servers", "str", description="Kafka bootstrap servers for `sink.type=kafka`."
     ),
     Property(

@@ -70,12 +70,18 @@ class ChangeEvent:
 
 @dataclass(slots=True)
 class Record:
-    """One message for a topic: what a sink writes. `value` None is a tombstone."""
+    """One message for a topic: what a sink writes. `value` None is a tombstone.
+
+    `key_schema`/`value_schema`: set when `key`/`value` hold the payload alone and the
+    schema goes apart (`schemas_apart`): a sink that stores schemas once per file (the
+    Parquet event log) gets them without the JSON text around every payload."""
 
     topic: str
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...] = ()
+    key_schema: bytes | None = None
+    value_schema: bytes | None = None
 
 
 class EventSerializer:

@@ -39,6 +39,7 @@ from cdc_core.pipeline.release_payload import release_payload
 from cdc_core.pipeline.schema_change_payload import schema_change_payload
 from cdc_core.pipeline.schema_references import SchemaReferences, references_enabled
 from cdc_core.schema.model import TableId
+from cdc_core.sinks.base import schemas_apart
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.source import (
     LogItem,
@@ -117,14 +118,20 @@ class Dispatcher:
         self.txn_metadata = config.get("provide.transaction.metadata")
         self.schema_changes = config.get("include.schema.changes")
         self.transaction_topic = f"{self.prefix}.{config.get('topic.transaction')}"
-        self.key_serializer = EventSerializer(config.get("key.converter.schemas.enable"))
-        self.value_serializer = EventSerializer(config.get("value.converter.schemas.enable"))
+        # A sink that stores schemas apart gets payloads alone, with the schema beside them
+        # (`Record.value_schema`); headers always hold keys as the key converter writes them.
+        self.apart = schemas_apart(config)
+        self.header_serializer = EventSerializer(config.get("key.converter.schemas.enable"))
+        self.key_serializer = EventSerializer(config.get("key.converter.schemas.enable") and not self.apart)
+        self.value_serializer = EventSerializer(
+            config.get("value.converter.schemas.enable") and not self.apart
+        )
         self.references = SchemaReferences(self.prefix, references_enabled(config))
         # Debezium's context headers, on every change event and tombstone: the logical name,
         # the task, the connector (`mariadb`/`mysql`) and this run's id.
         text = orjson.dumps({"type": "string", "optional": False})
         self.context_headers = tuple(
-            (name, self.key_serializer.wrap(text, value))
+            (name, self.header_serializer.wrap(text, value))
             for name, value in (
                 (CONTEXT_HEADERS[0], self.prefix),
                 (CONTEXT_HEADERS[1], "0"),
@@ -257,7 +264,13 @@ class Dispatcher:
         key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn_id})
         value = self.value_serializer.wrap(self._txn_value_schema, payload)
         headers, announced = self.references.refer(self.transaction_topic, self._txn_value_schema, ())
-        record = Record(self.transaction_topic, key, value, headers)
+        record = Record(
+            self.transaction_topic,
+            key,
+            value,
+            headers,
+            *self._apart(self._txn_key_schema, self._txn_value_schema),
+        )
         return [record] if announced is None else [announced, record]
 
     def _advance(self, position: dict[str, Any], ts_ms: int) -> None:
@@ -278,27 +291,28 @@ class Dispatcher:
             self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
         records: list[Record] = []
+        schemas = self._apart(entry.key_schema, entry.value_schema)
         if len(events) == 2:  # primary-key change: delete of the old key, create of the new key
             delete, create = events
             old_key = self.key_serializer.wrap(entry.key_schema, delete.key)
             new_key = self.key_serializer.wrap(entry.key_schema, create.key)
-            deleted = ((NEWKEY_HEADER, new_key), *self.context_headers)
+            deleted = ((NEWKEY_HEADER, self._header_key(entry, create.key, new_key)), *self.context_headers)
             named, announced = self.references.refer(delete.topic, entry.value_schema, deleted)
             records += [] if announced is None else [announced]
-            records.append(Record(delete.topic, old_key, self._value(entry, delete), named))
+            records.append(Record(delete.topic, old_key, self._value(entry, delete), named, *schemas))
             if self.tombstones:
-                records.append(Record(delete.topic, old_key, None, deleted))
-            created = ((OLDKEY_HEADER, old_key), *self.context_headers)
+                records.append(Record(delete.topic, old_key, None, deleted, *schemas))
+            created = ((OLDKEY_HEADER, self._header_key(entry, delete.key, old_key)), *self.context_headers)
             named, _ = self.references.refer(create.topic, entry.value_schema, created)
-            records.append(Record(create.topic, new_key, self._value(entry, create), named))
+            records.append(Record(create.topic, new_key, self._value(entry, create), named, *schemas))
         else:
             event = events[0]
             key = None if event.key is None else self.key_serializer.wrap(entry.key_schema, event.key)
             named, announced = self.references.refer(event.topic, entry.value_schema, self.context_headers)
             records += [] if announced is None else [announced]
-            records.append(Record(event.topic, key, self._value(entry, event), named))
+            records.append(Record(event.topic, key, self._value(entry, event), named, *schemas))
             if event.op == OP_DELETE and self.tombstones and key is not None:
-                records.append(Record(event.topic, key, None, self.context_headers))
+                records.append(Record(event.topic, key, None, self.context_headers, *schemas))
         self.stats.events += len(events)
         self.stats.per_table[str(schema.id)] += len(events)
         self._emit(self._with_begin(records), self._row_offset(), out)
@@ -358,6 +372,16 @@ class Dispatcher:
         if self._synthetic is not None:
             offset["synthetic"] = self._synthetic
         return offset
+
+    def _apart(
+        self, key_schema: bytes | None, value_schema: bytes | None
+    ) -> tuple[bytes | None, bytes | None]:
+        """The schemas a record carries beside its payloads (none when they are inside)."""
+        return (key_schema, value_schema) if self.apart else (None, None)
+
+    def _header_key(self, entry: _ShaperEntry, key: dict[str, Any] | None, written: bytes) -> bytes:
+        """A key as a header holds it: as the key converter writes it."""
+        return self.header_serializer.wrap(entry.key_schema, key) if self.apart else written
 
     def _value(self, entry: _ShaperEntry, event: ChangeEvent) -> bytes:
         return self.value_serializer.wrap(entry.value_schema, entry.shaper.payload(event))

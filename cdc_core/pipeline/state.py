@@ -83,7 +83,13 @@ def open_sink(config: ConnectorConfig, on_ack: Callable[[int], None]) -> Sink:
         return KafkaSink(servers, on_ack, extra)
     from cdc_core.sinks.local_sink import LocalLogSink
 
-    return LocalLogSink(local_log_directory(config), on_ack)
+    return LocalLogSink(
+        local_log_directory(config),
+        on_ack,
+        parquet=config.get("sink.local.format") == "parquet",
+        key_schemas=config.get("key.converter.schemas.enable"),
+        value_schemas=config.get("value.converter.schemas.enable"),
+    )
 
 
 def local_log_directory(config: ConnectorConfig) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.events.envelope import Record
 
 AckCallback = Callable[[int], None]
@@ -30,3 +31,9 @@ class Sink(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def schemas_apart(config: ConnectorConfig) -> bool:
+    """Whether the connector's sink stores Connect schemas apart from the payloads (the
+    Parquet event log), so records carry them beside (`Record.value_schema`)."""
+    return config.get("sink.type") == "local" and config.get("sink.local.format") == "parquet"

@@ -105,6 +105,33 @@ def _recover(path: Path) -> int:
         return data.count(b"\n", 0, end)
 
 
+class WriterLock:
+    """One writer per log folder, whatever its format (an flock, released on exit)."""
+
+    def __init__(self, root: Path) -> None:
+        self._fd = os.open(root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise LocalLogError(
+                f"another process is writing the event log {root} (lock {root}/.writer.lock)"
+            ) from None
+
+    def release(self) -> None:
+        os.close(self._fd)
+
+
+def json_end_offset(directory: Path) -> int:
+    """The next offset after a topic's JSON-lines segments (0 without any)."""
+    segments = _segments(directory)
+    if not segments:
+        return 0
+    base, path = segments[-1]
+    with open(path, "rb") as f:
+        return base + f.read().count(b"\n")
+
+
 class LocalEventLog:
     """The writer (one per root, enforced by a lock) and, through `read`, a reader."""
 
@@ -113,14 +140,7 @@ class LocalEventLog:
         self.root.mkdir(parents=True, exist_ok=True)
         self.segment_bytes = segment_bytes
         self.fsync = fsync
-        self._lock_fd = os.open(self.root / ".writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock_fd)
-            raise LocalLogError(
-                f"another process is writing the event log {self.root} (lock {self.root}/.writer.lock)"
-            ) from None
+        self._lock = WriterLock(self.root)
         self._writers: dict[str, _TopicWriter] = {}
         self._dirty: set[str] = set()
 
@@ -207,7 +227,7 @@ class LocalEventLog:
         for writer in self._writers.values():
             os.close(writer.fd)
         self._writers.clear()
-        os.close(self._lock_fd)
+        self._lock.release()
 
     def end_offset(self, topic: str) -> int:
         return self._writer(topic).next_offset
@@ -231,41 +251,56 @@ class LocalEventLogReader:
         return sorted(p.name for p in self.root.iterdir() if p.is_dir() and not p.name.startswith("."))
 
     def read(self, topic: str, start_offset: int = 0, max_records: int | None = None) -> Iterator[LogRecord]:
-        segments = _segments(self.root / check_topic(topic))
-        # Start at the last segment whose base offset is <= start_offset.
-        first = 0
-        for i, (base, _) in enumerate(segments):
-            if base <= start_offset:
-                first = i
-        count = 0
-        for _, path in segments[first:]:
-            with open(path, "rb") as f:
-                for line in f:
-                    if not line.endswith(b"\n"):
-                        return  # being written
-                    doc = orjson.loads(line)
-                    if doc["offset"] < start_offset:
-                        continue
-                    yield LogRecord(
-                        topic,
-                        doc["offset"],
-                        doc["ts"],
-                        None if doc["key"] is None else orjson.dumps(doc["key"]),
-                        None if doc["value"] is None else orjson.dumps(doc["value"]),
-                        {k: v.encode() for k, v in doc.get("headers", {}).items()},
-                    )
-                    count += 1
-                    if max_records is not None and count >= max_records:
-                        return
+        """Records from `start_offset`, from JSON-lines segments and, after them (a log
+        whose format changed to Parquet), Parquet files."""
+        directory = self.root / check_topic(topic)
+        for count, record in enumerate(self._records(directory, topic, start_offset), 1):
+            yield record
+            if max_records is not None and count >= max_records:
+                return
+
+    def _records(self, directory: Path, topic: str, start_offset: int) -> Iterator[LogRecord]:
+        yield from _json_records(directory, topic, start_offset)
+        from cdc_core.sinks import parquet_log
+
+        if not parquet_log.has_parquet(directory):
+            return
+        for segment in parquet_log.covering(parquet_log.parquet_segments(directory)):
+            if segment.last >= start_offset:
+                yield from parquet_log.read_file(topic, segment.path, start_offset)
 
     def end_offset(self, topic: str) -> int:
-        segments = _segments(self.root / check_topic(topic))
-        if not segments:
-            return 0
-        base, path = segments[-1]
+        directory = self.root / check_topic(topic)
+        from cdc_core.sinks import parquet_log
+
+        if parquet_log.has_parquet(directory):
+            return max(parquet_log.parquet_end_offset(directory), json_end_offset(directory))
+        return json_end_offset(directory)
+
+
+def _json_records(directory: Path, topic: str, start_offset: int) -> Iterator[LogRecord]:
+    segments = _segments(directory)
+    # Start at the last segment whose base offset is <= start_offset.
+    first = 0
+    for i, (base, _) in enumerate(segments):
+        if base <= start_offset:
+            first = i
+    for _, path in segments[first:]:
         with open(path, "rb") as f:
-            data = f.read()
-        return base + data.count(b"\n")
+            for line in f:
+                if not line.endswith(b"\n"):
+                    return  # being written
+                doc = orjson.loads(line)
+                if doc["offset"] < start_offset:
+                    continue
+                yield LogRecord(
+                    topic,
+                    doc["offset"],
+                    doc["ts"],
+                    None if doc["key"] is None else orjson.dumps(doc["key"]),
+                    None if doc["value"] is None else orjson.dumps(doc["value"]),
+                    {k: v.encode() for k, v in doc.get("headers", {}).items()},
+                )
 
 
 class ConsumerPositions:

@@ -10,8 +10,20 @@ from cdc_core.sinks.local_log import LocalEventLog
 
 
 class LocalLogSink:
-    def __init__(self, directory: Path, on_ack: AckCallback) -> None:
-        self.log = LocalEventLog(directory)
+    def __init__(
+        self,
+        directory: Path,
+        on_ack: AckCallback,
+        parquet: bool = False,
+        key_schemas: bool = True,
+        value_schemas: bool = True,
+    ) -> None:
+        if parquet:
+            from cdc_core.sinks.parquet_log import ParquetEventLog
+
+            self.log: LocalEventLog | ParquetEventLog = ParquetEventLog(directory, key_schemas, value_schemas)
+        else:
+            self.log = LocalEventLog(directory)
         self._on_ack = on_ack
         self._unacked: list[int] = []
 

@@ -1,0 +1,378 @@
+"""The embedded event log in Parquet: the same topics, offsets and records as the JSON-lines
+log (`cdc_core.sinks.local_log`), in files Spark reads without parsing JSON.
+
+Layout, per topic folder:
+
+    <first offset:020d>-<last offset:020d>.<schema digest>.parquet
+
+Each flush writes the records it made durable as one file per topic and schema (written
+to a hidden temporary name, fsynced, then renamed: a crash leaves no torn file, only a
+temporary one that the next writer deletes, and nothing is renumbered). A file holds one
+Connect schema pair, named in its footer (`tidemark.*` metadata):
+- `typed` files hold the value as the envelope's own columns (`arrow_schema`), the key as
+  a struct, and the schemas in the footer. Values keep Debezium's wire form, so a reader
+  gives back the very JSON the converter would have written (`read_file`).
+- `json` files hold key and value as their JSON text: records with no Connect schema
+  (snapshot releases, schema changes, heartbeats) and rows with nested columns.
+
+The streamer hands over each value's payload and its schema apart (`Record.value_schema`),
+so the typed path never builds or parses the schema text, and the payloads of a file are
+parsed at once by Arrow's JSON reader. Small files (a quiet table flushes a few records at
+a time) are compacted into one covering file once `COMPACT_FILES` of them follow each
+other; readers take the widest file covering a range, and the covered ones are deleted
+after `GRACE_SECONDS`, when no reader that listed them can still be reading them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.json as pa_json
+import pyarrow.parquet as pq
+
+from cdc_core.durable import fsync_dir
+from cdc_core.events.envelope import Record
+from cdc_core.sinks.arrow_schema import Untyped, arrow_type, row_type
+from cdc_core.sinks.local_log import LocalLogError, LogRecord, WriterLock, check_topic, json_end_offset
+
+VERSION = "1"
+TYPED, JSON = "typed", "json"
+_FILE = re.compile(r"(\d{20})-(\d{20})\.([0-9a-f]{16})\.parquet")
+COMPACT_FILES = 16
+COMPACTED_BYTES = 64 * 1024 * 1024
+GRACE_SECONDS = 3600.0
+HEADERS = pa.map_(pa.string(), pa.binary())
+_JSON_COLUMNS = pa.schema(
+    [
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("ts", pa.int64(), nullable=False),
+        pa.field("key", pa.string()),
+        pa.field("value", pa.string()),
+        pa.field("headers", HEADERS),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Segment:
+    first: int
+    last: int
+    digest: str
+    path: Path
+
+
+def parquet_segments(directory: Path) -> list[Segment]:
+    found = []
+    for p in directory.iterdir() if directory.is_dir() else ():
+        m = _FILE.fullmatch(p.name)
+        if m:
+            found.append(Segment(int(m.group(1)), int(m.group(2)), m.group(3), p))
+    return found
+
+
+def covering(segments: Iterable[Segment]) -> list[Segment]:
+    """The files to read, in offset order: of files covering the same offsets (small ones
+    and the file they were compacted into), the widest."""
+    chosen: list[Segment] = []
+    upto = -1
+    for s in sorted(segments, key=lambda s: (s.first, -s.last)):
+        if s.first > upto:
+            chosen.append(s)
+            upto = s.last
+    return chosen
+
+
+def wrap(schema: bytes | None, body: bytes | None) -> bytes | None:
+    """A Connect JSON value from its payload and, when it goes with it, its schema."""
+    if body is None or schema is None:
+        return body
+    return b'{"schema":' + schema + b',"payload":' + body + b"}"
+
+
+@dataclass
+class _Kind:
+    """How the records of one (topic, key schema, value schema) are stored."""
+
+    typed: bool
+    digest: str
+    metadata: dict[bytes, bytes]
+    parse: pa.Schema | None = None  # the typed lines' schema for Arrow's JSON reader
+
+
+@dataclass
+class _Run:
+    """Consecutive records of a topic with one kind, waiting for `flush`."""
+
+    kind: _Kind
+    first: int
+    key_schema: bytes | None
+    value_schema: bytes | None
+    lines: list[bytes] = field(default_factory=list)  # typed
+    keys: list[bytes | None] = field(default_factory=list)  # json
+    values: list[bytes | None] = field(default_factory=list)
+    stamps: list[int] = field(default_factory=list)
+    header_sets: list[tuple[tuple[str, bytes], ...]] = field(default_factory=list)
+    header_index: list[int] = field(default_factory=list)
+    seen_headers: dict[int, int] = field(default_factory=dict)
+
+
+class ParquetEventLog:
+    """The writer (one per root, enforced by the same lock as the JSON-lines log)."""
+
+    def __init__(
+        self,
+        root: Path,
+        key_schemas: bool = True,
+        value_schemas: bool = True,
+        fsync: bool = True,
+        compact_files: int = COMPACT_FILES,
+    ) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.fsync = fsync
+        self.key_schemas, self.value_schemas = key_schemas, value_schemas
+        self.compact_files = compact_files
+        self._lock = WriterLock(self.root)
+        self._next: dict[str, int] = {}
+        self._kinds: dict[tuple[str, bytes | None, bytes | None], _Kind] = {}
+        self._runs: dict[str, list[_Run]] = {}
+        self._tail: dict[str, list[Segment]] = {}  # files since the last compaction, per topic
+
+    # ------------------------------------------------------------------ writing
+
+    def _open_topic(self, topic: str) -> int:
+        directory = self.root / check_topic(topic)
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob(".*.tmp"):
+            stale.unlink()  # a file a crash left before its rename: its records were never acknowledged
+        segments = covering(parquet_segments(directory))
+        end = segments[-1].last + 1 if segments else 0
+        self._tail[topic] = [s for s in segments if s.path.stat().st_size < COMPACTED_BYTES][
+            -self.compact_files :
+        ]
+        return max(end, json_end_offset(directory))
+
+    def end_offset(self, topic: str) -> int:
+        if topic not in self._next:
+            self._next[topic] = self._open_topic(topic)
+        return self._next[topic]
+
+    def append(self, records: Iterable[Record]) -> list[tuple[str, int]]:
+        """Queue records; durable only after `flush()`."""
+        now = int(time.time() * 1000)
+        placed = []
+        for record in records:
+            topic = record.topic
+            offset = self._next.get(topic)
+            if offset is None:
+                offset = self.end_offset(topic)
+            self._next[topic] = offset + 1
+            run = self._run(topic, record, offset)
+            self._add(run, record, offset, now)
+            placed.append((topic, offset))
+        return placed
+
+    def _run(self, topic: str, record: Record, offset: int) -> _Run:
+        runs = self._runs.setdefault(topic, [])
+        if runs:
+            last = runs[-1]
+            if last.key_schema is record.key_schema and last.value_schema is record.value_schema:
+                return last
+        kind = self._kind(topic, record.key_schema, record.value_schema)
+        run = _Run(kind, offset, record.key_schema, record.value_schema)
+        runs.append(run)
+        return run
+
+    def _kind(self, topic: str, key_schema: bytes | None, value_schema: bytes | None) -> _Kind:
+        cache = (topic, key_schema, value_schema)
+        kind = self._kinds.get(cache)
+        if kind is None:
+            kind = self._kinds[cache] = _kind_of(
+                topic, key_schema, value_schema, self.key_schemas, self.value_schemas
+            )
+        return kind
+
+    def _add(self, run: _Run, record: Record, offset: int, now: int) -> None:
+        if run.kind.typed:
+            run.lines.append(
+                b'{"o":%d,"t":%d,"k":%b,"v":%b}'
+                % (offset, now, record.key if record.key is not None else b"null", record.value or b"null")
+            )
+        else:
+            run.stamps.append(now)
+            run.keys.append(wrap(record.key_schema if self.key_schemas else None, record.key))
+            run.values.append(wrap(record.value_schema if self.value_schemas else None, record.value))
+        headers = record.headers
+        index = run.seen_headers.get(id(headers))
+        if index is None or run.header_sets[index] is not headers:
+            index = run.seen_headers[id(headers)] = len(run.header_sets)
+            run.header_sets.append(headers)
+        run.header_index.append(index)
+
+    def flush(self) -> None:
+        """Write every queued record durably: one file per topic and schema."""
+        for topic, runs in self._runs.items():
+            directory = self.root / topic
+            for run in runs:
+                table = self._table(run)
+                last = run.first + table.num_rows - 1
+                name = f"{run.first:020d}-{last:020d}.{run.kind.digest}.parquet"
+                self._write(directory, name, table)
+                self._tail[topic].append(Segment(run.first, last, run.kind.digest, directory / name))
+            if self.fsync:
+                fsync_dir(directory)
+            self._compact(topic)
+        if self._runs and self.fsync:
+            fsync_dir(self.root)
+        self._runs = {}
+
+    def _table(self, run: _Run) -> pa.Table:
+        headers = pa.array([list(h) for h in run.header_sets], type=HEADERS).take(pa.array(run.header_index))
+        if run.kind.typed:
+            try:
+                parsed = pa_json.read_json(
+                    pa.BufferReader(b"\n".join(run.lines)),
+                    read_options=pa_json.ReadOptions(use_threads=False, block_size=1 << 26),
+                    parse_options=pa_json.ParseOptions(
+                        explicit_schema=run.kind.parse, unexpected_field_behavior="error"
+                    ),
+                )
+            except pa.ArrowInvalid as error:
+                raise LocalLogError(
+                    f"records of {run.kind.metadata[b'tidemark.topic'].decode()} do not match their "
+                    f"Connect schema: {error}"
+                ) from None
+            columns = [parsed.column(c) for c in ("o", "t", "k", "v")]
+            names = ["offset", "ts", "key", "value", "headers"]
+            return pa.Table.from_arrays([*columns, headers], names=names).replace_schema_metadata(
+                run.kind.metadata
+            )
+        offsets = pa.array(range(run.first, run.first + len(run.values)), type=pa.int64())
+        arrays = [offsets, pa.array(run.stamps, pa.int64()), pa.array(run.keys, pa.string()), pa.array(run.values, pa.string()), headers]  # fmt: skip
+        return pa.Table.from_arrays(arrays, schema=_JSON_COLUMNS.with_metadata(run.kind.metadata))
+
+    def _write(self, directory: Path, name: str, table: pa.Table) -> None:
+        temporary = directory / f".{name}.tmp"
+        with open(temporary, "wb") as f:
+            pq.write_table(table, f, compression="none", write_statistics=["offset"])
+            if self.fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(temporary, directory / name)
+
+    def _compact(self, topic: str) -> None:
+        """One file for the small files at the topic's end once enough of one schema follow
+        each other (a quiet table); the covered files go after `GRACE_SECONDS`."""
+        tail = self._tail[topic]
+        run: list[Segment] = []
+        for segment in reversed(tail):
+            if run and segment.digest != run[0].digest:
+                break
+            run.insert(0, segment)
+        if len(run) < self.compact_files:
+            return
+        directory = self.root / topic
+        table = pa.concat_tables([pq.read_table(s.path) for s in run])
+        name = f"{run[0].first:020d}-{run[-1].last:020d}.{run[0].digest}.parquet"
+        self._write(directory, name, table.replace_schema_metadata(pq.read_schema(run[0].path).metadata))
+        if self.fsync:
+            fsync_dir(directory)
+        merged = Segment(run[0].first, run[-1].last, run[0].digest, directory / name)
+        self._tail[topic] = [] if merged.path.stat().st_size >= COMPACTED_BYTES else [merged]
+        _delete_covered(directory, time.time() - GRACE_SECONDS)
+
+    def close(self) -> None:
+        self.flush()
+        self._lock.release()
+
+
+def _delete_covered(directory: Path, before: float) -> None:
+    """Delete the files a wider file has covered since before `before`."""
+    segments = parquet_segments(directory)
+    wide = covering(segments)
+    for s in segments:
+        if s in wide:
+            continue
+        cover = next((w for w in wide if w.first <= s.first and s.last <= w.last), None)
+        if cover is not None and cover.path.stat().st_mtime < before:
+            s.path.unlink(missing_ok=True)
+
+
+def _kind_of(
+    topic: str, key_schema: bytes | None, value_schema: bytes | None, key_schemas: bool, value_schemas: bool
+) -> _Kind:
+    metadata = {
+        b"tidemark.log.version": VERSION.encode(),
+        b"tidemark.topic": topic.encode(),
+        b"tidemark.key.schema": key_schema or b"",
+        b"tidemark.value.schema": value_schema or b"",
+        b"tidemark.key.schemas.enable": b"true" if key_schemas else b"false",
+        b"tidemark.value.schemas.enable": b"true" if value_schemas else b"false",
+    }
+    parse = None
+    if value_schema is not None:
+        try:
+            value = arrow_type(orjson.loads(value_schema))
+            key = row_type(orjson.loads(key_schema)) if key_schema is not None else pa.string()
+            parse = pa.schema([("o", pa.int64()), ("t", pa.int64()), ("k", key), ("v", value)])
+        except Untyped:
+            parse = None
+    kind = TYPED if parse is not None else JSON
+    metadata[b"tidemark.kind"] = kind.encode()
+    digest = hashlib.sha256(b"\0".join([kind.encode(), key_schema or b"", value_schema or b""])).hexdigest()[
+        :16
+    ]
+    return _Kind(parse is not None, digest, metadata, parse)
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogRecord]:
+    """A file's records as the JSON-lines log gives them: key and value as the Connect
+    JSON the converter writes (a typed file's payloads rendered again, byte for byte)."""
+    source = pq.ParquetFile(path)
+    meta = source.schema_arrow.metadata or {}
+    if meta.get(b"tidemark.log.version") != VERSION.encode():
+        raise LocalLogError(f"{path} is not a Tidemark log file of version {VERSION}")
+    typed = meta.get(b"tidemark.kind") == TYPED.encode()
+    key_schema = meta[b"tidemark.key.schema"] if meta.get(b"tidemark.key.schemas.enable") == b"true" else b""
+    value_schema = (
+        meta[b"tidemark.value.schema"] if meta.get(b"tidemark.value.schemas.enable") == b"true" else b""
+    )
+    for batch in source.iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            if row["offset"] < start_offset:
+                continue
+            key, value = row["key"], row["value"]
+            if typed:
+                key = wrap(key_schema or None, None if key is None else orjson.dumps(key))
+                value = wrap(value_schema or None, None if value is None else orjson.dumps(value))
+            else:
+                key = None if key is None else key.encode()
+                value = None if value is None else value.encode()
+            yield LogRecord(topic, row["offset"], row["ts"], key, value, dict(row["headers"] or ()))
+
+
+def has_parquet(directory: Path) -> bool:
+    return any(_FILE.fullmatch(p.name) for p in directory.iterdir()) if directory.is_dir() else False
+
+
+def parquet_end_offset(directory: Path) -> int:
+    segments = covering(parquet_segments(directory))
+    return segments[-1].last + 1 if segments else 0
+
+
+def log_format_metadata(path: Path) -> dict[str, Any]:
+    """A file's `tidemark.*` footer entries, as text."""
+    meta = pq.read_schema(path).metadata or {}
+    return {k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"tidemark.")}

@@ -261,20 +261,20 @@ class LocalEventLogReader:
 
     def _records(self, directory: Path, topic: str, start_offset: int) -> Iterator[LogRecord]:
         yield from _json_records(directory, topic, start_offset)
-        from cdc_core.sinks import parquet_log
+        from cdc_core.sinks import parquet_log, parquet_log_reader
 
-        if not parquet_log.has_parquet(directory):
+        if not parquet_log_reader.has_parquet(directory):
             return
         for segment in parquet_log.covering(parquet_log.parquet_segments(directory)):
             if segment.last >= start_offset:
-                yield from parquet_log.read_file(topic, segment.path, start_offset)
+                yield from parquet_log_reader.read_file(topic, segment.path, start_offset)
 
     def end_offset(self, topic: str) -> int:
         directory = self.root / check_topic(topic)
-        from cdc_core.sinks import parquet_log
+        from cdc_core.sinks import parquet_log_reader
 
-        if parquet_log.has_parquet(directory):
-            return max(parquet_log.parquet_end_offset(directory), json_end_offset(directory))
+        if parquet_log_reader.has_parquet(directory):
+            return max(parquet_log_reader.parquet_end_offset(directory), json_end_offset(directory))
         return json_end_offset(directory)
 
 

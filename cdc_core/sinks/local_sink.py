@@ -1,12 +1,27 @@
-"""The embedded event log as a sink: records are acknowledged when fsync returns."""
+"""The embedded event log as a sink: records are acknowledged when fsync returns.
+
+JSON lines are written and fsynced in the streamer's thread, once per dispatched batch.
+Parquet files are landed by the log's own thread while the streamer dispatches the next
+batches, which then land together: acknowledgements come a batch or so later, in order."""
 
 from __future__ import annotations
 
+import time
+from collections import deque
+from concurrent.futures import Future
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cdc_core.events.envelope import Record
 from cdc_core.sinks.base import AckCallback
 from cdc_core.sinks.local_log import LocalEventLog
+
+if TYPE_CHECKING:
+    from cdc_core.sinks.parquet_log import ParquetEventLog
+
+
+# Records queued for the Parquet landing thread before `send` waits for it (memory bound).
+QUEUED_RECORDS = 20_000
 
 
 class LocalLogSink:
@@ -18,31 +33,66 @@ class LocalLogSink:
         key_schemas: bool = True,
         value_schemas: bool = True,
     ) -> None:
+        self._parquet: ParquetEventLog | None = None
         if parquet:
             from cdc_core.sinks.parquet_log import ParquetEventLog
 
-            self.log: LocalEventLog | ParquetEventLog = ParquetEventLog(directory, key_schemas, value_schemas)
+            self._parquet = ParquetEventLog(directory, key_schemas, value_schemas)
+            self.log: LocalEventLog | ParquetEventLog = self._parquet
         else:
             self.log = LocalEventLog(directory)
         self._on_ack = on_ack
         self._unacked: list[int] = []
+        # Parquet: records handed to the landing thread, acknowledged when it has landed them.
+        self._landing: deque[tuple[Future[None], list[int]]] = deque()
 
     def send(self, records: list[tuple[Record, int]]) -> None:
         self.log.append(r for r, _ in records)
         self._unacked.extend(entry for _, entry in records)
+        if self._parquet is not None and len(self._unacked) >= QUEUED_RECORDS and self._landing:
+            # The landing thread is behind: wait for it rather than queue without bound.
+            self._landing[0][0].result()
+            self.poll()
 
     def poll(self) -> None:
-        # One fsync per dispatched batch: durable before acknowledged.
-        if self._unacked:
-            self.flush()
+        if self._parquet is None:
+            if self._unacked:  # one fsync per dispatched batch: durable before acknowledged
+                self.flush()
+            return
+        self._acknowledge_landed()
+        if self._unacked and not self._landing:  # group what came while the last landing ran
+            self._landing.append((self._parquet.submit(), self._unacked))
+            self._unacked = []
 
     def flush(self, timeout: float | None = None) -> bool:
+        if self._parquet is not None:
+            if self._unacked:
+                self._landing.append((self._parquet.submit(), self._unacked))
+                self._unacked = []
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while self._landing:
+                future = self._landing[0][0]
+                try:
+                    future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    return False
+                self._acknowledge_landed()
+            return True
         if self._unacked:
             self.log.flush()
             pending, self._unacked = self._unacked, []
             for entry in pending:
                 self._on_ack(entry)
         return True
+
+    def _acknowledge_landed(self) -> None:
+        """Acknowledge, in order, what the landing thread has made durable; its failure
+        (records that do not match their schema, a full disk) is raised here."""
+        while self._landing and self._landing[0][0].done():
+            future, entries = self._landing.popleft()
+            future.result()
+            for entry in entries:
+                self._on_ack(entry)
 
     def close(self) -> None:
         self.flush()

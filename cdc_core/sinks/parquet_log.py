@@ -29,10 +29,10 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -42,11 +42,11 @@ import pyarrow.parquet as pq
 from cdc_core.durable import fsync_dir
 from cdc_core.events.envelope import Record
 from cdc_core.sinks.arrow_schema import Untyped, arrow_type, row_type
-from cdc_core.sinks.local_log import LocalLogError, LogRecord, WriterLock, check_topic, json_end_offset
+from cdc_core.sinks.local_log import LocalLogError, WriterLock, check_topic, json_end_offset
 
 VERSION = "1"
 TYPED, JSON = "typed", "json"
-_FILE = re.compile(r"(\d{20})-(\d{20})\.([0-9a-f]{16})\.parquet")
+FILE_NAME = re.compile(r"(\d{20})-(\d{20})\.([0-9a-f]{16})\.parquet")
 COMPACT_FILES = 16
 COMPACTED_BYTES = 64 * 1024 * 1024
 GRACE_SECONDS = 3600.0
@@ -73,7 +73,7 @@ class Segment:
 def parquet_segments(directory: Path) -> list[Segment]:
     found = []
     for p in directory.iterdir() if directory.is_dir() else ():
-        m = _FILE.fullmatch(p.name)
+        m = FILE_NAME.fullmatch(p.name)
         if m:
             found.append(Segment(int(m.group(1)), int(m.group(2)), m.group(3), p))
     return found
@@ -145,7 +145,9 @@ class ParquetEventLog:
         self._next: dict[str, int] = {}
         self._kinds: dict[tuple[str, bytes | None, bytes | None], _Kind] = {}
         self._runs: dict[str, list[_Run]] = {}
-        self._tail: dict[str, list[Segment]] = {}  # files since the last compaction, per topic
+        # The files at each topic's end that compaction may still take, with their sizes.
+        self._tail: dict[str, list[tuple[Segment, int]]] = {}
+        self._landing = ThreadPoolExecutor(1, thread_name_prefix="parquet-log")
 
     # ------------------------------------------------------------------ writing
 
@@ -156,9 +158,8 @@ class ParquetEventLog:
             stale.unlink()  # a file a crash left before its rename: its records were never acknowledged
         segments = covering(parquet_segments(directory))
         end = segments[-1].last + 1 if segments else 0
-        self._tail[topic] = [s for s in segments if s.path.stat().st_size < COMPACTED_BYTES][
-            -self.compact_files :
-        ]
+        sized = [(s, s.path.stat().st_size) for s in segments]
+        self._tail[topic] = [(s, n) for s, n in sized if n < COMPACTED_BYTES][-self.compact_files :]
         return max(end, json_end_offset(directory))
 
     def end_offset(self, topic: str) -> int:
@@ -218,30 +219,42 @@ class ParquetEventLog:
             run.header_sets.append(headers)
         run.header_index.append(index)
 
+    def submit(self) -> Future[None]:
+        """Hand the queued records to the landing thread, which writes them durably (one
+        file per topic and schema) while the caller goes on: Arrow parses and writes
+        without holding the GIL. Landings run one after the other, in order."""
+        runs, self._runs = self._runs, {}
+        return self._landing.submit(self._land, runs)
+
     def flush(self) -> None:
-        """Write every queued record durably: one file per topic and schema."""
-        for topic, runs in self._runs.items():
+        """Write every queued record durably."""
+        self.submit().result()
+
+    def _land(self, runs: dict[str, list[_Run]]) -> None:
+        for topic, topic_runs in runs.items():
             directory = self.root / topic
-            for run in runs:
+            for run in topic_runs:
                 table = self._table(run)
                 last = run.first + table.num_rows - 1
                 name = f"{run.first:020d}-{last:020d}.{run.kind.digest}.parquet"
                 self._write(directory, name, table)
-                self._tail[topic].append(Segment(run.first, last, run.kind.digest, directory / name))
+                segment = Segment(run.first, last, run.kind.digest, directory / name)
+                self._tail[topic].append((segment, segment.path.stat().st_size))
             if self.fsync:
                 fsync_dir(directory)
-            self._compact(topic)
-        if self._runs and self.fsync:
+            while self._compact(topic):
+                pass
+        if runs and self.fsync:
             fsync_dir(self.root)
-        self._runs = {}
 
     def _table(self, run: _Run) -> pa.Table:
         headers = pa.array([list(h) for h in run.header_sets], type=HEADERS).take(pa.array(run.header_index))
         if run.kind.typed:
+            block = max(1 << 22, max(map(len, run.lines)) + 1)  # a line never straddles two blocks
             try:
                 parsed = pa_json.read_json(
                     pa.BufferReader(b"\n".join(run.lines)),
-                    read_options=pa_json.ReadOptions(use_threads=False, block_size=1 << 26),
+                    read_options=pa_json.ReadOptions(use_threads=True, block_size=block),
                     parse_options=pa_json.ParseOptions(
                         explicit_schema=run.kind.parse, unexpected_field_behavior="error"
                     ),
@@ -269,30 +282,54 @@ class ParquetEventLog:
                 os.fsync(f.fileno())
         os.replace(temporary, directory / name)
 
-    def _compact(self, topic: str) -> None:
-        """One file for the small files at the topic's end once enough of one schema follow
-        each other (a quiet table); the covered files go after `GRACE_SECONDS`."""
+    def _compact(self, topic: str) -> bool:
+        """One file for the last `compact_files` files at the topic's end when they share a
+        schema and a size tier (under 1 MB, under 16 MB, larger): a quiet table's many small
+        flushes become few files, and each record is written again a few times at most.
+        The covered files go after `GRACE_SECONDS`. Returns whether it compacted."""
         tail = self._tail[topic]
-        run: list[Segment] = []
-        for segment in reversed(tail):
-            if run and segment.digest != run[0].digest:
-                break
-            run.insert(0, segment)
-        if len(run) < self.compact_files:
-            return
+        if len(tail) < self.compact_files:
+            return False
+        run = tail[-self.compact_files :]
+        last, size = run[-1]
+        if any(s.digest != last.digest or _tier(n) != _tier(size) for s, n in run):
+            return False
         directory = self.root / topic
-        table = pa.concat_tables([pq.read_table(s.path) for s in run])
-        name = f"{run[0].first:020d}-{run[-1].last:020d}.{run[0].digest}.parquet"
-        self._write(directory, name, table.replace_schema_metadata(pq.read_schema(run[0].path).metadata))
+        name = f"{run[0][0].first:020d}-{last.last:020d}.{last.digest}.parquet"
+        temporary = directory / f".{name}.tmp"
+        with open(temporary, "wb") as f:
+            writer = None
+            for segment, _ in run:  # one file in memory at a time
+                table = pq.read_table(segment.path)
+                if writer is None:
+                    writer = pq.ParquetWriter(
+                        f, table.schema, compression="none", write_statistics=["offset"]
+                    )
+                writer.write_table(table)
+            assert writer is not None
+            writer.close()
+            if self.fsync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(temporary, directory / name)
         if self.fsync:
             fsync_dir(directory)
-        merged = Segment(run[0].first, run[-1].last, run[0].digest, directory / name)
-        self._tail[topic] = [] if merged.path.stat().st_size >= COMPACTED_BYTES else [merged]
+        merged = Segment(run[0][0].first, last.last, last.digest, directory / name)
+        size = merged.path.stat().st_size
+        self._tail[topic] = tail[: -self.compact_files] + ([(merged, size)] if size < COMPACTED_BYTES else [])
         _delete_covered(directory, time.time() - GRACE_SECONDS)
+        return True
 
     def close(self) -> None:
-        self.flush()
-        self._lock.release()
+        try:
+            self.flush()
+        finally:
+            self._landing.shutdown()
+            self._lock.release()
+
+
+def _tier(size: int) -> int:
+    return 0 if size < 1 << 20 else 1 if size < 16 << 20 else 2
 
 
 def _delete_covered(directory: Path, before: float) -> None:
@@ -332,47 +369,3 @@ def _kind_of(
         :16
     ]
     return _Kind(parse is not None, digest, metadata, parse)
-
-
-# ---------------------------------------------------------------------- reading
-
-
-def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogRecord]:
-    """A file's records as the JSON-lines log gives them: key and value as the Connect
-    JSON the converter writes (a typed file's payloads rendered again, byte for byte)."""
-    source = pq.ParquetFile(path)
-    meta = source.schema_arrow.metadata or {}
-    if meta.get(b"tidemark.log.version") != VERSION.encode():
-        raise LocalLogError(f"{path} is not a Tidemark log file of version {VERSION}")
-    typed = meta.get(b"tidemark.kind") == TYPED.encode()
-    key_schema = meta[b"tidemark.key.schema"] if meta.get(b"tidemark.key.schemas.enable") == b"true" else b""
-    value_schema = (
-        meta[b"tidemark.value.schema"] if meta.get(b"tidemark.value.schemas.enable") == b"true" else b""
-    )
-    for batch in source.iter_batches(batch_size=4096):
-        for row in batch.to_pylist():
-            if row["offset"] < start_offset:
-                continue
-            key, value = row["key"], row["value"]
-            if typed:
-                key = wrap(key_schema or None, None if key is None else orjson.dumps(key))
-                value = wrap(value_schema or None, None if value is None else orjson.dumps(value))
-            else:
-                key = None if key is None else key.encode()
-                value = None if value is None else value.encode()
-            yield LogRecord(topic, row["offset"], row["ts"], key, value, dict(row["headers"] or ()))
-
-
-def has_parquet(directory: Path) -> bool:
-    return any(_FILE.fullmatch(p.name) for p in directory.iterdir()) if directory.is_dir() else False
-
-
-def parquet_end_offset(directory: Path) -> int:
-    segments = covering(parquet_segments(directory))
-    return segments[-1].last + 1 if segments else 0
-
-
-def log_format_metadata(path: Path) -> dict[str, Any]:
-    """A file's `tidemark.*` footer entries, as text."""
-    meta = pq.read_schema(path).metadata or {}
-    return {k.decode(): v.decode() for k, v in meta.items() if k.startswith(b"tidemark.")}

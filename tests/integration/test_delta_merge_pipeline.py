@@ -69,8 +69,9 @@ def total_events(c, database) -> int:
     return sum(len(payloads(c, f"{c.prefix}.{database}.{t}")) for t in ("accounts", "pairs"))
 
 
+@pytest.mark.parametrize("log_format", ["json", "parquet"])
 def test_embedded_log_to_delta_equals_the_source_and_a_replay_changes_nothing(
-    spark, tmp_path, mariadb_admin_params, scratch_db
+    spark, tmp_path, mariadb_admin_params, scratch_db, log_format
 ):
     from spark_jobs.delta_merge import run_local
 
@@ -78,7 +79,7 @@ def test_embedded_log_to_delta_equals_the_source_and_a_replay_changes_nothing(
     with db.cursor() as cur:
         for ddl in DDL:
             cur.execute(ddl)
-    c = write_connector(tmp_path, scratch_db)
+    c = write_connector(tmp_path, scratch_db, {"sink.local.format": log_format})
     root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
     with running_in_process(c):
         write_changes(db)

@@ -23,7 +23,7 @@ from cdc_core.events.envelope import Record
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
 from cdc_core.schema.model import Column, TableId, TableSchema
-from cdc_core.sinks import parquet_log
+from cdc_core.sinks import parquet_log, parquet_log_reader
 from cdc_core.sinks.local_log import LocalEventLog, LocalEventLogReader, LocalLogError
 from cdc_core.sinks.parquet_log import ParquetEventLog
 from cdc_core.source import RowChange, SnapshotRelease
@@ -143,7 +143,7 @@ def test_the_same_records_byte_for_byte_as_json_lines(tmp_path, monkeypatch, ext
     assert parquet == json_lines
     assert "srv.shop.wide" in parquet and len(parquet["srv.shop.wide"]) == 5  # 3 events, delete + tombstone
     kinds = {
-        p.parent.name: parquet_log.log_format_metadata(p)["tidemark.kind"]
+        p.parent.name: parquet_log_reader.log_format_metadata(p)["tidemark.kind"]
         for p in (tmp_path / "parquet" / "log").glob("*/*.parquet")
     }
     assert kinds["srv.shop.wide"] == kinds["srv.shop.customers"] == kinds["srv.transaction"] == "typed"
@@ -160,7 +160,7 @@ def test_a_typed_file_holds_payload_columns_and_the_schema_once(tmp_path, monkey
     assert after[0]["price"] == encode_decimal(decimal.Decimal("12345.678"), 3)  # Connect's base64
     assert after[0]["raw"] == "AQD/"
     assert after[0]["at"] == 1709251199123456 and after[0]["ratio"] == 1.1
-    meta = parquet_log.log_format_metadata(path)
+    meta = parquet_log_reader.log_format_metadata(path)
     assert orjson.loads(meta["tidemark.value.schema"])["name"] == "srv.shop.wide.Envelope"
     assert meta["tidemark.value.schemas.enable"] == "true" and meta["tidemark.key.schemas.enable"] == "false"
 

@@ -12,7 +12,6 @@ keeps its order key.
 from __future__ import annotations
 
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,25 +20,20 @@ import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.events.envelope import (
-    CONTEXT_HEADERS,
-    NEWKEY_HEADER,
-    OLDKEY_HEADER,
     OP_CREATE,
     OP_DELETE,
     OP_READ,
     OP_TRUNCATE,
     OP_UPDATE,
     ChangeEvent,
-    EventSerializer,
     Record,
 )
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
+from cdc_core.pipeline.record_writer import RecordWriter
 from cdc_core.pipeline.release_payload import release_payload
 from cdc_core.pipeline.schema_change_payload import schema_change_payload
-from cdc_core.pipeline.schema_references import SchemaReferences, references_enabled
 from cdc_core.schema.model import TableId
-from cdc_core.sinks.base import schemas_apart
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.source import (
     LogItem,
@@ -54,8 +48,6 @@ from cdc_core.source import (
     TransactionCommit,
 )
 from cdc_core.transactions import (
-    TRANSACTION_KEY_SCHEMA,
-    TRANSACTION_VALUE_SCHEMA,
     OpenTransaction,
     begin_payload,
     end_payload,
@@ -114,33 +106,9 @@ class Dispatcher:
         self.source_schema = source.source_schema()
         self.tracker = tracker
         self.skipped_ops = {op for op in config.get("skipped.operations") if op != "none"}
-        self.tombstones = config.get("tombstones.on.delete")
         self.txn_metadata = config.get("provide.transaction.metadata")
         self.schema_changes = config.get("include.schema.changes")
-        self.transaction_topic = f"{self.prefix}.{config.get('topic.transaction')}"
-        # A sink that stores schemas apart gets payloads alone, with the schema beside them
-        # (`Record.value_schema`); headers always hold keys as the key converter writes them.
-        self.apart = schemas_apart(config)
-        self.header_serializer = EventSerializer(config.get("key.converter.schemas.enable"))
-        self.key_serializer = EventSerializer(config.get("key.converter.schemas.enable") and not self.apart)
-        self.value_serializer = EventSerializer(
-            config.get("value.converter.schemas.enable") and not self.apart
-        )
-        self.references = SchemaReferences(self.prefix, references_enabled(config))
-        # Debezium's context headers, on every change event and tombstone: the logical name,
-        # the task, the connector (`mariadb`/`mysql`) and this run's id.
-        text = orjson.dumps({"type": "string", "optional": False})
-        self.context_headers = tuple(
-            (name, self.header_serializer.wrap(text, value))
-            for name, value in (
-                (CONTEXT_HEADERS[0], self.prefix),
-                (CONTEXT_HEADERS[1], "0"),
-                (CONTEXT_HEADERS[2], source.connector_name),
-                (CONTEXT_HEADERS[3], str(uuid.uuid4())),
-            )
-        )
-        self._txn_key_schema = orjson.dumps(TRANSACTION_KEY_SCHEMA)
-        self._txn_value_schema = orjson.dumps(TRANSACTION_VALUE_SCHEMA)
+        self.records = RecordWriter(config, source.connector_name)
         self._shapers: dict[int, _ShaperEntry] = {}
         self.stats = DispatchStats()
         self.schema_seq = int(resume.get("schema_seq", 0)) if resume else 0
@@ -245,7 +213,7 @@ class Dispatcher:
         self._begun = True
         if not self.txn_metadata or self._txn.id is None:  # no BEGIN for a standalone change
             return records
-        return [*self._transaction_record(self._txn.id, begin_payload(self._txn)), *records]
+        return [*self.records.transaction(self._txn.id, begin_payload(self._txn)), *records]
 
     def _commit(self, item: TransactionCommit, out: list[tuple[Record, int]]) -> None:
         txn, self._txn = self._txn, None
@@ -255,23 +223,8 @@ class Dispatcher:
         self.stats.last_position = item.position
         records = []
         if txn is not None and txn.id is not None and self.txn_metadata and txn.total > 0:
-            records += self._transaction_record(txn.id, end_payload(txn, item.ts_ms))
+            records += self.records.transaction(txn.id, end_payload(txn, item.ts_ms))
         self._emit(records, offset, out)
-
-    def _transaction_record(self, txn_id: str, payload: dict[str, Any]) -> list[Record]:
-        """A BEGIN or END record (after its schema's record, the first time this run names
-        it by reference)."""
-        key = self.key_serializer.wrap(self._txn_key_schema, {"id": txn_id})
-        value = self.value_serializer.wrap(self._txn_value_schema, payload)
-        headers, announced = self.references.refer(self.transaction_topic, self._txn_value_schema, ())
-        record = Record(
-            self.transaction_topic,
-            key,
-            value,
-            headers,
-            *self._apart(self._txn_key_schema, self._txn_value_schema),
-        )
-        return [record] if announced is None else [announced, record]
 
     def _advance(self, position: dict[str, Any], ts_ms: int) -> None:
         self.tracker.add(make_offset(position, False, 0, self.schema_seq, self.snapshot_state), 0)
@@ -290,29 +243,7 @@ class Dispatcher:
         if suppressed:
             self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
-        records: list[Record] = []
-        schemas = self._apart(entry.key_schema, entry.value_schema)
-        if len(events) == 2:  # primary-key change: delete of the old key, create of the new key
-            delete, create = events
-            old_key = self.key_serializer.wrap(entry.key_schema, delete.key)
-            new_key = self.key_serializer.wrap(entry.key_schema, create.key)
-            deleted = ((NEWKEY_HEADER, self._header_key(entry, create.key, new_key)), *self.context_headers)
-            named, announced = self.references.refer(delete.topic, entry.value_schema, deleted)
-            records += [] if announced is None else [announced]
-            records.append(Record(delete.topic, old_key, self._value(entry, delete), named, *schemas))
-            if self.tombstones:
-                records.append(Record(delete.topic, old_key, None, deleted, *schemas))
-            created = ((OLDKEY_HEADER, self._header_key(entry, delete.key, old_key)), *self.context_headers)
-            named, _ = self.references.refer(create.topic, entry.value_schema, created)
-            records.append(Record(create.topic, new_key, self._value(entry, create), named, *schemas))
-        else:
-            event = events[0]
-            key = None if event.key is None else self.key_serializer.wrap(entry.key_schema, event.key)
-            named, announced = self.references.refer(event.topic, entry.value_schema, self.context_headers)
-            records += [] if announced is None else [announced]
-            records.append(Record(event.topic, key, self._value(entry, event), named, *schemas))
-            if event.op == OP_DELETE and self.tombstones and key is not None:
-                records.append(Record(event.topic, key, None, self.context_headers, *schemas))
+        records = self.records.changes(entry.key_schema, entry.value_schema, events, entry.shaper.payload)
         self.stats.events += len(events)
         self.stats.per_table[str(schema.id)] += len(events)
         self._emit(self._with_begin(records), self._row_offset(), out)
@@ -329,8 +260,8 @@ class Dispatcher:
             self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
         payload = release_payload(item, self.types, block)
-        key = self.key_serializer.wrap(None, {"data_collection": collection, "window": item.window})
-        record = Record(f"{self.prefix}.snapshot_releases", key, self.value_serializer.wrap(None, payload))
+        key = {"data_collection": collection, "window": item.window}
+        record = self.records.without_schema(f"{self.prefix}.snapshot_releases", key, payload)
         self._emit(self._with_begin([record]), self._row_offset(), out)
 
     def _row_offset(self) -> dict[str, Any]:
@@ -362,7 +293,7 @@ class Dispatcher:
         txn.total, txn.per_table = int(cut["total"]), dict(cut["per_table"])
         records = []
         if self.txn_metadata and txn.total > 0 and txn.id is not None:
-            records += self._transaction_record(txn.id, end_payload(txn, txn.ts_ms))
+            records += self.records.transaction(txn.id, end_payload(txn, txn.ts_ms))
         offset = make_offset(self._resume_source or {}, False, 0, self.schema_seq, self.snapshot_state)
         self._emit(records, offset, out)
 
@@ -372,19 +303,6 @@ class Dispatcher:
         if self._synthetic is not None:
             offset["synthetic"] = self._synthetic
         return offset
-
-    def _apart(
-        self, key_schema: bytes | None, value_schema: bytes | None
-    ) -> tuple[bytes | None, bytes | None]:
-        """The schemas a record carries beside its payloads (none when they are inside)."""
-        return (key_schema, value_schema) if self.apart else (None, None)
-
-    def _header_key(self, entry: _ShaperEntry, key: dict[str, Any] | None, written: bytes) -> bytes:
-        """A key as a header holds it: as the key converter writes it."""
-        return self.header_serializer.wrap(entry.key_schema, key) if self.apart else written
-
-    def _value(self, entry: _ShaperEntry, event: ChangeEvent) -> bytes:
-        return self.value_serializer.wrap(entry.value_schema, entry.shaper.payload(event))
 
     def _events(self, item: RowChange, shaper: Shaper) -> list[ChangeEvent]:
         """One event, or two for a primary-key change (each numbered in the transaction)."""
@@ -453,6 +371,6 @@ class Dispatcher:
         records = []
         if self.schema_changes and (captured or database_level):
             payload = schema_change_payload(item, captured)
-            key = self.key_serializer.wrap(None, {"databaseName": item.database or ""})
-            records.append(Record(self.prefix, key, self.value_serializer.wrap(None, payload)))
+            key = {"databaseName": item.database or ""}
+            records.append(self.records.without_schema(self.prefix, key, payload))
         self._emit(records, offset, out)

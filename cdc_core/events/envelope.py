@@ -98,7 +98,12 @@ class EventSerializer:
         body = orjson.dumps(payload, option=orjson.OPT_PASSTHROUGH_DATACLASS)
         if not self.schemas_enable or schema_json is None:
             return body
-        return b'{"schema":' + schema_json + b',"payload":' + body + b"}"
+        return with_schema(schema_json, body)
+
+
+def with_schema(schema_json: bytes, body: bytes) -> bytes:
+    """A Connect JSON value: the payload's JSON with its schema's in front."""
+    return b'{"schema":' + schema_json + b',"payload":' + body + b"}"
 
 
 def dumps(value: Any) -> bytes:

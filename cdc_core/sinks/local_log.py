@@ -263,19 +263,15 @@ class LocalEventLogReader:
         yield from _json_records(directory, topic, start_offset)
         from cdc_core.sinks import parquet_log, parquet_log_reader
 
-        if not parquet_log_reader.has_parquet(directory):
-            return
         for segment in parquet_log.covering(parquet_log.parquet_segments(directory)):
             if segment.last >= start_offset:
                 yield from parquet_log_reader.read_file(topic, segment.path, start_offset)
 
     def end_offset(self, topic: str) -> int:
-        directory = self.root / check_topic(topic)
         from cdc_core.sinks import parquet_log_reader
 
-        if parquet_log_reader.has_parquet(directory):
-            return max(parquet_log_reader.parquet_end_offset(directory), json_end_offset(directory))
-        return json_end_offset(directory)
+        directory = self.root / check_topic(topic)
+        return max(parquet_log_reader.parquet_end_offset(directory), json_end_offset(directory))
 
 
 def _json_records(directory: Path, topic: str, start_offset: int) -> Iterator[LogRecord]:

@@ -40,7 +40,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from cdc_core.durable import fsync_dir
-from cdc_core.events.envelope import Record
+from cdc_core.events.envelope import Record, with_schema
 from cdc_core.sinks.arrow_schema import Untyped, arrow_type, row_type
 from cdc_core.sinks.local_log import LocalLogError, WriterLock, check_topic, json_end_offset
 
@@ -93,9 +93,7 @@ def covering(segments: Iterable[Segment]) -> list[Segment]:
 
 def wrap(schema: bytes | None, body: bytes | None) -> bytes | None:
     """A Connect JSON value from its payload and, when it goes with it, its schema."""
-    if body is None or schema is None:
-        return body
-    return b'{"schema":' + schema + b',"payload":' + body + b"}"
+    return body if body is None or schema is None else with_schema(schema, body)
 
 
 @dataclass
@@ -158,8 +156,13 @@ class ParquetEventLog:
             stale.unlink()  # a file a crash left before its rename: its records were never acknowledged
         segments = covering(parquet_segments(directory))
         end = segments[-1].last + 1 if segments else 0
-        sized = [(s, s.path.stat().st_size) for s in segments]
-        self._tail[topic] = [(s, n) for s, n in sized if n < COMPACTED_BYTES][-self.compact_files :]
+        tail: list[tuple[Segment, int]] = []
+        for segment in reversed(segments[-self.compact_files :]):  # the small files after the last large one
+            size = segment.path.stat().st_size
+            if size >= COMPACTED_BYTES:
+                break
+            tail.insert(0, (segment, size))
+        self._tail[topic] = tail
         return max(end, json_end_offset(directory))
 
     def end_offset(self, topic: str) -> int:
@@ -239,7 +242,9 @@ class ParquetEventLog:
                 name = f"{run.first:020d}-{last:020d}.{run.kind.digest}.parquet"
                 self._write(directory, name, table)
                 segment = Segment(run.first, last, run.kind.digest, directory / name)
-                self._tail[topic].append((segment, segment.path.stat().st_size))
+                size = segment.path.stat().st_size
+                # The tail: the small files after the last large one, neighbours all.
+                self._tail[topic] = self._tail[topic] + [(segment, size)] if size < COMPACTED_BYTES else []
             if self.fsync:
                 fsync_dir(directory)
             while self._compact(topic):
@@ -316,7 +321,7 @@ class ParquetEventLog:
             fsync_dir(directory)
         merged = Segment(run[0][0].first, last.last, last.digest, directory / name)
         size = merged.path.stat().st_size
-        self._tail[topic] = tail[: -self.compact_files] + ([(merged, size)] if size < COMPACTED_BYTES else [])
+        self._tail[topic] = tail[: -self.compact_files] + [(merged, size)] if size < COMPACTED_BYTES else []
         _delete_covered(directory, time.time() - GRACE_SECONDS)
         return True
 

@@ -11,7 +11,7 @@ import orjson
 import pyarrow.parquet as pq
 
 from cdc_core.sinks.local_log import LocalLogError, LogRecord
-from cdc_core.sinks.parquet_log import FILE_NAME, TYPED, VERSION, covering, parquet_segments, wrap
+from cdc_core.sinks.parquet_log import TYPED, VERSION, covering, parquet_segments, wrap
 
 
 def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogRecord]:
@@ -38,10 +38,6 @@ def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogReco
                 key = None if key is None else key.encode()
                 value = None if value is None else value.encode()
             yield LogRecord(topic, row["offset"], row["ts"], key, value, dict(row["headers"] or ()))
-
-
-def has_parquet(directory: Path) -> bool:
-    return any(FILE_NAME.fullmatch(p.name) for p in directory.iterdir()) if directory.is_dir() else False
 
 
 def parquet_end_offset(directory: Path) -> int:

@@ -106,7 +106,7 @@ def items() -> list:
 def written(tmp_path: Path, monkeypatch, extra: str, fmt: str) -> dict[str, list]:
     """The records `items()` give through the dispatcher into a log of `fmt`, read back."""
     monkeypatch.setattr("cdc_core.pipeline.dispatcher.time.time_ns", lambda: 1_700_000_000_123_456_789)
-    monkeypatch.setattr("cdc_core.pipeline.dispatcher.uuid.uuid4", lambda: "00000000-run")
+    monkeypatch.setattr("cdc_core.pipeline.record_writer.uuid.uuid4", lambda: "00000000-run")
     monkeypatch.setattr("cdc_core.sinks.local_log.time.time", lambda: 1_700_000_000.5)
     monkeypatch.setattr("cdc_core.sinks.parquet_log.time.time", lambda: 1_700_000_000.5)
     folder = tmp_path / fmt
@@ -197,6 +197,23 @@ def test_small_flushes_are_compacted_and_read_once_in_order(tmp_path):
     assert len(list((tmp_path / "t").glob("*.parquet"))) == 1
     assert [r.offset for r in reader.read("t")] == list(range(10))
     assert ParquetEventLog(tmp_path).end_offset("t") == 10
+
+
+def test_compaction_never_takes_small_files_from_both_sides_of_a_large_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(parquet_log, "COMPACTED_BYTES", 4096)
+    log = plog(tmp_path, compact_files=2)
+    log.append([rec(0)])
+    log.flush()
+    log.append([rec(n) for n in range(1, 400)])  # a file over COMPACTED_BYTES
+    log.close()
+    log = plog(tmp_path, compact_files=2)  # a writer that starts after the large file
+    for n in (400, 401):
+        log.append([rec(n)])
+        log.flush()
+    log.close()
+    covering = parquet_log.covering(parquet_log.parquet_segments(tmp_path / "t"))
+    assert [(s.first, s.last) for s in covering] == [(0, 0), (1, 399), (400, 401)]
+    assert [r.offset for r in LocalEventLogReader(tmp_path).read("t")] == list(range(402))
 
 
 def test_a_json_lines_log_continues_in_parquet_with_its_offsets(tmp_path):

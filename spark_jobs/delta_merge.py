@@ -21,6 +21,7 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from spark_jobs.merge.releases import Release, parse_release, release_rows
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete
+from spark_jobs.merge.typed_records import TypedPart
 
 log = logging.getLogger("spark_jobs.delta_merge")
 
@@ -81,6 +83,7 @@ def apply_aligned(
     batch_id: int,
     options: MergeOptions | None = None,
     known: KnownSchemas | None = None,
+    typed: Sequence[TypedPart] = (),
 ) -> int:
     """`merge_parsed` on the records of complete source transactions (this batch's and
     those held back before); the rest is held for the next batch. `reached` None: the
@@ -90,7 +93,7 @@ def apply_aligned(
         pending.read(batch_id), allowMissingColumns=True
     )
     started = time.monotonic()
-    with parsed_batch(combined, prefix, known, _patch_field(options)) as (parsed, shapes):
+    with parsed_batch(combined, prefix, known, _patch_field(options), typed) as (parsed, shapes):
         records_in = sum(shapes.records.values())
         _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
         if reached is None:
@@ -105,7 +108,7 @@ def apply_aligned(
             # A table without merged transactions may still have events without one.
             unsure = [t for t in shapes.by_topic if t not in topics | boundary_topics(prefix)]
             if unsure:
-                present = split.now.where(F.col("topic").isin(unsure) & F.col("payload").isNotNull())
+                present = split.now.where(F.col("topic").isin(unsure) & F.col("present"))
                 topics |= {r.topic for r in present.select("topic").distinct().collect()}
             touched = merge_parsed(
                 spark, split.now, topics, shapes, root, prefix, reached, positions, options
@@ -273,7 +276,7 @@ def run_local(
     The offsets are saved only after every table merged, so a crash repeats the batch,
     which the order-key guard makes harmless."""
     from cdc_core.pipeline.state import local_log_directory
-    from spark_jobs.local_log_source import spark_read_local_log
+    from spark_jobs.local_log_source import read_local_log
 
     log_root = local_log_directory(config)
     prefix = config.topic_prefix
@@ -287,15 +290,15 @@ def run_local(
     state_file = Path(checkpoint) / "local-offsets.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {"batch": 0, "offsets": {}}
     done: dict[str, int] = state["offsets"]
-    records = spark_read_local_log(spark, log_root, topics)
-    after = F.lit(False)
-    for topic in topics:
-        after = after | ((F.col("topic") == topic) & (F.col("offset") > F.lit(done.get(topic, -1))))
-    batch = records.where(after).persist()
+    records, typed = read_local_log(spark, log_root, topics, done)
+    batch = records.persist()
     batch_id = int(state["batch"]) + 1
     try:
+        offsets = batch.select("topic", "offset")
+        for part in typed:
+            offsets = offsets.unionByName(part.frame.select(F.lit(part.topic).alias("topic"), "offset"))
         reached = {
-            r.topic: r.offset for r in batch.groupBy("topic").agg(F.max("offset").alias("offset")).collect()
+            r.topic: r.offset for r in offsets.groupBy("topic").agg(F.max("offset").alias("offset")).collect()
         }
         if not reached:
             return 0
@@ -303,7 +306,7 @@ def run_local(
         known = KnownSchemas.load(spark, checkpoint)
         if references_enabled(config):
             known.refer(local_catalogue(log_root, prefix))
-        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known)
+        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known, typed)
         known.save(spark, checkpoint)
     finally:
         batch.unpersist()

@@ -1,37 +1,75 @@
-"""Read the embedded local event log as Spark rows shaped like Spark's Kafka source.
+"""Read the embedded local event log for the merge.
 
-Columns `topic, offset, key, value, headers` with key/value as JSON text (null for a
-tombstone), i.e. what `CAST(key AS STRING), CAST(value AS STRING)` gives from Kafka, and
-the schema a schemaless value names by reference (`schema_ref`), so the merge job treats
-both sources alike. A JSON line still being written is not valid JSON; it is dropped here
-and read next time. Parquet files (`sink.local.format: parquet`) are read by Spark's own
-reader, a typed file's payloads rendered as the Connect JSON its footer describes.
+Records as Spark's Kafka source gives them: `topic, offset, key, value, headers` with
+key/value as JSON text (null for a tombstone), what `CAST(key AS STRING), CAST(value AS
+STRING)` gives from Kafka, and the schema a schemaless value names by reference
+(`schema_ref`), so the merge treats both sources alike. A JSON line still being written
+is not valid JSON; it is dropped here and read next time.
+
+Parquet files (`sink.local.format: parquet`) are read by Spark's own reader, only those
+holding records after the offsets already merged. A typed file of row change events, or
+of transaction boundaries, is a `TypedPart`, which the merge takes without parsing
+(`spark_jobs.merge.typed_records`); the other files (records without a Connect schema,
+documents, or every file when `typed` is off) give text records, a typed file's payloads
+rendered as the JSON the converter writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_core.events.envelope import SCHEMA_HEADER
+from spark_jobs.merge.records import document_envelope
+from spark_jobs.merge.typed_records import TypedPart, connect_json
 
 _EMPTY = "topic STRING, offset LONG, key STRING, value STRING, headers MAP<STRING,STRING>, schema_ref STRING"
 
 
-def spark_read_local_log(spark: SparkSession, root: str | Path, topics: Iterable[str]) -> DataFrame:
-    frames = []
+def read_local_log(
+    spark: SparkSession,
+    root: str | Path,
+    topics: Iterable[str],
+    after: Mapping[str, int] | None = None,
+    typed: bool = True,
+) -> tuple[DataFrame, list[TypedPart]]:
+    """The records of `topics` after the offsets `after` (a topic it does not name: all of
+    it; no `after`: everything): as text, and as typed parts where the log has them (with
+    `typed`)."""
+    topics = list(topics)
+    if after is not None:
+        after = {topic: after.get(topic, -1) for topic in topics}
+    after = after or {}
+    frames: list[DataFrame] = []
+    parts: list[TypedPart] = []
     for topic in topics:
-        frames += _json_lines(spark, Path(root) / topic, topic)
-        frames += _parquet(spark, Path(root) / topic, topic)
+        directory, done = Path(root) / topic, after.get(topic, -1)
+        frames += _json_lines(spark, directory, topic)
+        texts, typed_parts = _parquet(spark, directory, topic, done, typed)
+        frames += texts
+        parts += typed_parts
     if not frames:
-        return spark.createDataFrame([], _EMPTY)
+        return spark.createDataFrame([], _EMPTY), parts
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)
-    return result
+    return result.where(_after(after)) if after else result, parts
+
+
+def spark_read_local_log(spark: SparkSession, root: str | Path, topics: Iterable[str]) -> DataFrame:
+    """Every record of `topics` as text."""
+    return read_local_log(spark, root, topics, typed=False)[0]
+
+
+def _after(after: Mapping[str, int]) -> Column:
+    later = F.lit(False)
+    for topic, offset in after.items():
+        later = later | ((F.col("topic") == topic) & (F.col("offset") > F.lit(offset)))
+    return later
 
 
 def _json_lines(spark: SparkSession, directory: Path, topic: str) -> list[DataFrame]:
@@ -52,26 +90,41 @@ def _json_lines(spark: SparkSession, directory: Path, topic: str) -> list[DataFr
     ]
 
 
-def _parquet(spark: SparkSession, directory: Path, topic: str) -> list[DataFrame]:
+def _parquet(
+    spark: SparkSession, directory: Path, topic: str, done: int, typed: bool
+) -> tuple[list[DataFrame], list[TypedPart]]:
     from cdc_core.sinks import parquet_log, parquet_log_reader
 
     by_digest: dict[str, list[Path]] = {}
     for segment in parquet_log.covering(parquet_log.parquet_segments(directory)):
-        by_digest.setdefault(segment.digest, []).append(segment.path)
-    frames = []
+        if segment.last > done:
+            by_digest.setdefault(segment.digest, []).append(segment.path)
+    texts, parts = [], []
     for paths in by_digest.values():
         meta = parquet_log_reader.log_format_metadata(paths[0])
-        files = spark.read.parquet(*(str(p) for p in paths))
-        typed = meta["tidemark.kind"] == parquet_log.TYPED
+        files = spark.read.parquet(*(str(p) for p in paths)).where(F.col("offset") > F.lit(done))
+        part = None
+        if meta["tidemark.kind"] == parquet_log.TYPED:
+            part = TypedPart(
+                topic,
+                files,
+                meta["tidemark.key.schema"],
+                meta["tidemark.value.schema"],
+                meta["tidemark.key.schemas.enable"] == "true",
+                meta["tidemark.value.schemas.enable"] == "true",
+            )
+        if part is not None and typed and not document_envelope(json.loads(part.value_schema)):
+            parts.append(part)
+            continue
         key, value = F.col("key"), F.col("value")
-        if typed and meta["tidemark.key.schema"]:  # (a table without a key has null keys)
-            key = _connect_json(key, meta["tidemark.key.schema"], meta["tidemark.key.schemas.enable"])
-        if typed:
-            value = _connect_json(value, meta["tidemark.value.schema"], meta["tidemark.value.schemas.enable"])
+        if part is not None:
+            if part.key_schema:  # (a table without a key has null keys)
+                key = connect_json(key, part.key_schema, part.key_schemas)
+            value = connect_json(value, part.value_schema, part.value_schemas)
         headers = F.map_from_entries(
             F.transform(F.map_entries("headers"), lambda e: F.struct(e.key, e.value.cast("string")))
         )
-        frames.append(
+        texts.append(
             files.select(
                 F.lit(topic).alias("topic"),
                 "offset",
@@ -80,14 +133,4 @@ def _parquet(spark: SparkSession, directory: Path, topic: str) -> list[DataFrame
                 headers.alias("headers"),
             ).withColumn("schema_ref", F.try_element_at("headers", F.lit(SCHEMA_HEADER)))
         )
-    return frames
-
-
-def _connect_json(column: Column, schema: str, enabled: str) -> Column:
-    """A typed payload as the JSON converter writes it (nulls kept, as Connect writes them)."""
-    payload = F.to_json(column, {"ignoreNullFields": "false"})
-    if enabled != "true" or not schema:
-        return F.when(column.isNotNull(), payload)
-    return F.when(
-        column.isNotNull(), F.concat(F.lit('{"schema":' + schema + ',"payload":'), payload, F.lit("}"))
-    )
+    return texts, parts

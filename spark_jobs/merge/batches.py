@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
-from spark_jobs.merge.census import census, check_recognised
+from spark_jobs.merge.census import census, check_recognised, joined_census
 from spark_jobs.merge.cutting import cut, cut_known
 from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.records import Shapes, carried, collect_shapes, parse
+from spark_jobs.merge.typed_records import TypedPart, typed_batch
 from spark_jobs.session import session_settings
 
 log = logging.getLogger("spark_jobs.delta_merge")
@@ -39,7 +40,11 @@ def boundary_topics(prefix: str) -> set[str]:
 
 @contextmanager
 def parsed_batch(
-    records: DataFrame, prefix: str, known: KnownSchemas | None = None, patch_field: str | None = None
+    records: DataFrame,
+    prefix: str,
+    known: KnownSchemas | None = None,
+    patch_field: str | None = None,
+    typed: Sequence[TypedPart] = (),
 ) -> Iterator[tuple[DataFrame, Shapes]]:
     """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes.
 
@@ -48,7 +53,9 @@ def parsed_batch(
     searching, their schemas collected, then parsed (cut again the slow way if the fast
     search cut wrong). Schemaless values that name their schema by reference
     (`known.references`) are cut as if they carried it. Records that are not JSON events
-    fail the batch before anything is merged. `patch_field`: a document source's change-only field (`DocumentPatches`)."""
+    fail the batch before anything is merged. `patch_field`: a document source's change-only field (`DocumentPatches`).
+    `typed`: parts of the batch read from the Parquet event log's typed files, which need
+    no parsing (`spark_jobs.merge.typed_records`), joined to the rest."""
     known = known if known is not None else KnownSchemas()
     spark = records.sparkSession
     known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
@@ -93,6 +100,10 @@ def parsed_batch(
                     rest = done.unionByName(rest, allowMissingColumns=True)
                 parsed, shapes = rest, shapes | more
                 counts = census(parsed)
+            if typed:
+                more_rows, more, more_counts = typed_batch(list(typed), not_rows, shapes)
+                parsed = parsed.unionByName(more_rows, allowMissingColumns=True)
+                shapes, counts = shapes | more, joined_census(counts, more_counts)
             check_recognised(parsed, counts)
             known.learn(shapes)
             yield parsed, shapes.counted(counts)

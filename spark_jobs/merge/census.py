@@ -25,7 +25,7 @@ def census(parsed: DataFrame) -> Census:
     columns: taken from the batch itself, so a primary key changed since an earlier
     batch is seen). One aggregation; it also fills the cache."""
     rows = (
-        parsed.where(F.col("payload").isNotNull())
+        parsed.where(F.col("present"))
         .groupBy("topic", "schema_id")
         .agg(
             F.count("*").alias("n"),
@@ -35,6 +35,15 @@ def census(parsed: DataFrame) -> Census:
         .collect()
     )
     return {(r.topic, r.schema_id): (r.n, r.bad, r.key) for r in rows}
+
+
+def joined_census(one: Census, other: Census) -> Census:
+    """Both counts, summed where a (topic, schema) is in both."""
+    joined = dict(one)
+    for at, (n, bad, key) in other.items():
+        m, worse, sample = joined.get(at, (0, 0, None))
+        joined[at] = (m + n, worse + bad, sample if sample is not None else key)
+    return joined
 
 
 def check_recognised(parsed: DataFrame, counts: Census | None = None) -> None:

@@ -237,7 +237,7 @@ FLAT = {
 
 
 def parse(cuts: DataFrame, shapes: Shapes, patch_field: str | None = None) -> DataFrame:
-    """`topic, key, schema_id, payload`, the `FLAT` fields and a `row_<n>` column per
+    """`topic, key, schema_id, payload, present`, the `FLAT` fields and a `row_<n>` column per
     change-event schema (null on other records): each payload parsed once, with the
     schema of its kind. A document's row has its event's `patch_field` as `patch`."""
     payload = F.col("payload")
@@ -268,7 +268,8 @@ def parse(cuts: DataFrame, shapes: Shapes, patch_field: str | None = None) -> Da
 
     images = [_image(s, patch_field).alias(s.column) for s in rows]
     fields = [flat(path).alias(name) for name, path in FLAT.items()]
-    return staged.select("topic", "key", *carried(cuts), "schema_id", "payload", *fields, *images)
+    present = payload.isNotNull().alias("present")  # not a tombstone
+    return staged.select("topic", "key", *carried(cuts), "schema_id", "payload", present, *fields, *images)
 
 
 def _image(shape: Shape, patch_field: str | None = None) -> Column:

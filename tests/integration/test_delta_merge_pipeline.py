@@ -85,6 +85,16 @@ def test_embedded_log_to_delta_equals_the_source_and_a_replay_changes_nothing(
         write_changes(db)
         wait_for(lambda: total_events(c, scratch_db) >= 36, 60, message="events in the log")
     config = c.config()
+    if log_format == "parquet":  # the events and their BEGIN/END are read typed, not parsed
+        from spark_jobs.local_log_source import read_local_log
+
+        topics = [
+            f"{c.prefix}.{scratch_db}.accounts",
+            f"{c.prefix}.{scratch_db}.pairs",
+            f"{c.prefix}.transaction",
+        ]
+        _, typed = read_local_log(spark, c.eventlog, topics)
+        assert sorted({p.topic for p in typed}) == sorted(topics)
     assert run_local(spark, config, root, checkpoint) == 2
     assert_equal(spark, db, root, scratch_db)
     first = delta_rows(spark, root, scratch_db, "accounts")

@@ -6,6 +6,7 @@ work folder and reused by later runs (`--work`)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from cdc_core.events.connect_schema import envelope_schema, field, key_schema, row_schema, struct
@@ -78,14 +79,21 @@ def transaction_schema_text() -> str:
     return json.dumps(TRANSACTION_VALUE_SCHEMA, separators=(",", ":"))
 
 
+def key_schema_texts() -> dict[str, str]:
+    """Each topic's key schema, as the streamer writes it."""
+    return {
+        TOPIC: json.dumps(key_schema(TOPIC, [FIELDS[0]]), separators=(",", ":")),
+        f"{PREFIX}.transaction": json.dumps(TRANSACTION_KEY_SCHEMA, separators=(",", ":")),
+    }
+
+
 def events(spark, out: str, count: int, table_rows: int, txn_size: int) -> None:
     """`count` events in streamer form: inserts of new keys, updates and deletes of
     existing ones (keys drawn with repeats, so deduplication matters), `txn_size` to a
     source transaction, each transaction with its BEGIN and END records."""
     value_schema = value_schema_text()
-    key_schema_json = json.dumps(key_schema(TOPIC, [FIELDS[0]]), separators=(",", ":"))
     txn_schema = transaction_schema_text()
-    txn_key_schema = json.dumps(TRANSACTION_KEY_SCHEMA, separators=(",", ":"))
+    key_schema_json, txn_key_schema = key_schema_texts().values()
     kind = "CASE WHEN n % 10 < 3 THEN 'c' WHEN n % 10 < 9 THEN 'u' ELSE 'd' END"
     existing = f"CAST(pmod(xxhash64(n), {table_rows}) + 1 AS INT)"
     frame = (
@@ -163,6 +171,39 @@ def schemaless(spark, records: str, out: str) -> dict[str, tuple[str, str]]:
             .parquet(out)
         )
     return catalogue
+
+
+def binary_log(schemaless_records: str, out: Path) -> Path:
+    """The same records in the embedded log's Parquet form, written by its own writer as
+    the streamer hands it records (payloads with their schemas apart, 20,000 to a flush).
+    Made once from the schemaless records (whose values are already payloads alone)."""
+    import pyarrow.parquet as pq
+
+    from cdc_core.events.envelope import Record
+    from cdc_core.sinks.parquet_log import ParquetEventLog
+    from spark_jobs.merge.cutting import CUT, OPEN
+
+    if (out / "_DONE").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    values = {
+        TOPIC: value_schema_text().encode(),
+        f"{PREFIX}.transaction": transaction_schema_text().encode(),
+    }
+    keys = {topic: text.encode() for topic, text in key_schema_texts().items()}
+    cut = {topic: len((OPEN + text + CUT).encode()) for topic, text in key_schema_texts().items()}
+    log = ParquetEventLog(out, fsync=False)
+    for part in sorted(Path(schemaless_records).glob("*.parquet")):
+        for batch in pq.ParquetFile(part).iter_batches(batch_size=20_000, columns=["topic", "key", "value"]):
+            topics, key_texts, payloads = (batch.column(c).to_pylist() for c in ("topic", "key", "value"))
+            log.append(
+                Record(t, k.encode()[cut[t] : -1], v.encode(), (), keys[t], values[t])
+                for t, k, v in zip(topics, key_texts, payloads, strict=True)
+            )
+            log.flush()
+    log.close()
+    (out / "_DONE").touch()
+    return out
 
 
 def deduplicated(spark, records: str, out: str) -> None:

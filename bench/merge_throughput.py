@@ -15,7 +15,9 @@ of these records has to read and parse them, so the bare MERGE plus that floor i
 least any of them could take here; the benchmark prints that lowest possible ratio
 beside the one reached. Also Tidemark on the same events as the streamer writes them
 with `value.converter.schemas.enable: false` (each value its payload alone, naming its
-schema by reference; read from Parquet), its table checked equal. `--source kafka` writes
+schema by reference; read from Parquet), and from the embedded event log in its Parquet
+form (`sink.local.format: parquet`, written by the log's own writer), their tables checked
+equal. `--source kafka` writes
 the events to Kafka first and reads the batch from there, as the merge job does (the bare
 MERGE still reads its prepared input).
 
@@ -26,124 +28,17 @@ MERGE still reads its prepared input).
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import shutil
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from bench import straightforward_merge
-from bench.merge_inputs import (
-    FIELDS,
-    PREFIX,
-    TOPIC,
-    prepared,
-    schemaless,
-    transaction_schema_text,
-    value_schema_text,
-)
+from bench.merge_inputs import PREFIX, TOPIC, binary_log, prepared, schemaless
 from bench.merge_kafka import to_kafka
-
-
-def json_floor(spark, read: Callable[[], Any]) -> float:
-    """Seconds to read the batch's records and parse every payload into the types the
-    merge parses it into, and nothing else: each payload is cut out at its schema's known
-    length (no search, no check), then parsed (no cache, no alignment, no deduplication,
-    no MERGE). Any merge of these records has to read and parse them at least once, so no
-    merge of them can take less than the bare MERGE plus this."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    from spark_jobs.merge.connect_types import json_type
-    from spark_jobs.merge.cutting import CUT, OPEN, bytes_between
-    from spark_jobs.merge.records import PAYLOAD, envelope_type
-
-    image = T.StructType([T.StructField(f["field"], json_type(f)) for f in FIELDS])
-    change = F.col("topic") == TOPIC
-    starts = [len((OPEN + text + CUT).encode()) for text in (value_schema_text(), transaction_schema_text())]
-    at = F.when(change, F.lit(starts[0])).otherwise(F.lit(starts[1]))
-    started = time.perf_counter()
-    cut = read().select("topic", "value", at.alias("at"))
-    payload = bytes_between("at + 1", "octet_length(value) - at - 1")
-    parsed = cut.select("topic", payload.alias("payload")).select(
-        F.when(change, F.from_json("payload", envelope_type(image))).alias("change"),
-        F.when(~change, F.from_json("payload", PAYLOAD)).alias("boundary"),
-    )
-    parsed.write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - started
-
-
-def clone(spark, source: str, target: str) -> None:
-    spark.sql(f"CREATE TABLE delta.`{target}` SHALLOW CLONE delta.`{source}`")
-
-
-class Phases(logging.Handler):
-    """Seconds per phase of a merge (parse, align, merge, hold), from the merge's own log
-    records (`spark_jobs.delta_merge._phase`)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.seconds: dict[str, float] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        phase = getattr(record, "phase", None)
-        if phase:
-            self.seconds[phase] = self.seconds.get(phase, 0.0) + float(getattr(record, "seconds", 0.0))
-
-
-def tidemark_merge(
-    spark, read: Callable[[], Any], root: str, catalogue: dict[str, tuple[str, str]] | None = None
-) -> tuple[float, float, dict[str, float]]:
-    """Seconds for the whole batch, of them the MERGE statement's own (from the commit's
-    metrics), and each phase's. The offsets reached come from the records when they carry
-    them (Kafka), as in the merge job. `catalogue`: the schemas schemaless records name."""
-    from delta.tables import DeltaTable
-
-    from spark_jobs.delta_merge import apply_aligned
-    from spark_jobs.merge.known_schemas import KnownSchemas
-    from spark_jobs.merge.transactions import PendingStore
-
-    known = KnownSchemas()
-    known.refer(catalogue or {})
-
-    phases = Phases()
-    merge_log = logging.getLogger("spark_jobs.delta_merge")
-    merge_log.setLevel(logging.INFO)
-    merge_log.addHandler(phases)
-    try:
-        started = time.perf_counter()
-        batch = read()
-        reached = None if "offset" in batch.columns else {}
-        apply_aligned(
-            spark, batch, root, PREFIX, reached, PendingStore(spark, f"{root}/_held"), 1, known=known
-        )
-        took = time.perf_counter() - started
-    finally:
-        merge_log.removeHandler(phases)
-    last = DeltaTable.forPath(spark, f"{root}/bench.t").history(1).collect()[0]
-    return took, int(last.operationMetrics["executionTimeMs"]) / 1000, phases.seconds
-
-
-def bare_merge(spark, deduped: str, path: str) -> float:
-    from delta.tables import DeltaTable
-
-    started = time.perf_counter()
-    source = spark.read.parquet(deduped)
-    (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(source.alias("s"), "t.id = s.id")
-        .whenMatchedDelete(condition="s._cdc_op = 'd'")
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsertAll(condition="s._cdc_op <> 'd'")
-        .execute()
-    )
-    return time.perf_counter() - started
+from bench.merge_runs import bare_merge, clone, json_floor, tidemark_merge
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             loose_records = str(work / f"schemaless-{Path(records).name}")
             catalogue = schemaless(spark, records, loose_records)
             read_loose = partial(spark.read.parquet, loose_records)
-            ours, ours_merge, ours_phases, bare, floor_json, plain, loose = [], [], [], [], [], [], []
+            log = str(binary_log(loose_records, work / f"binary-log-{Path(records).name}"))
+            ours, ours_merge, ours_phases, bare, floor_json, plain, loose, binary = ([] for _ in range(8))
             # Alternating rounds on fresh clones: both merges run with a warm JVM, and the
             # best of each counts (this machine's speed drifts from minute to minute).
             shutil.rmtree(work / "run", ignore_errors=True)  # left by an interrupted run
@@ -192,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                 ours_root, bare_path = str(work / f"run/ours-{size}-{n}"), str(work / f"run/bare-{size}-{n}")
                 plain_path = str(work / f"run/plain-{size}-{n}")
                 loose_root = str(work / f"run/schemaless-{size}-{n}")
-                clone(spark, base, f"{ours_root}/bench.t")
-                clone(spark, base, f"{loose_root}/bench.t")
+                binary_root = str(work / f"run/binary-{size}-{n}")
+                for root in (ours_root, loose_root, binary_root):
+                    clone(spark, base, f"{root}/bench.t")
                 clone(spark, base, bare_path)
                 clone(spark, base, plain_path)
                 took, merge_part, phases = tidemark_merge(spark, read, ours_root)
@@ -201,11 +98,13 @@ def main(argv: list[str] | None = None) -> int:
                 ours_merge.append(merge_part)
                 ours_phases.append(phases)
                 loose.append(tidemark_merge(spark, read_loose, loose_root, catalogue)[0])
+                binary.append(tidemark_merge(spark, read, binary_root, binary_log=log)[0])
                 bare.append(bare_merge(spark, deduped, bare_path))
                 plain.append(straightforward_merge.merge(spark, read, plain_path, TOPIC))
                 floor_json.append(json_floor(spark, read))
                 print(
                     f"  round {n + 1}: Tidemark {took:.1f}s (MERGE {merge_part:.1f}s), schemaless {loose[-1]:.1f}s, "
+                    f"binary log {binary[-1]:.1f}s, "
                     "straightforward merge "
                     f"{plain[-1]:.1f}s, bare MERGE {bare[-1]:.1f}s, JSON floor {floor_json[-1]:.1f}s",
                     flush=True,
@@ -222,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
                     spark, f"{ours_root}/bench.t", f"{loose_root}/bench.t"
                 ):
                     print("  WARNING: the tables merged from JSON with and without schemas differ")
+                if not straightforward_merge.same_table(
+                    spark, f"{ours_root}/bench.t", f"{binary_root}/bench.t"
+                ):
+                    print("  WARNING: the tables merged from JSON and from the binary log differ")
                 shutil.rmtree(work / "run", ignore_errors=True)
             best = min(range(args.rounds), key=lambda i: ours[i])
             results.append(
@@ -235,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                     min(floor_json),
                     min(plain),
                     min(loose),
+                    min(binary),
                 )
             )
     finally:
@@ -249,14 +153,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'parse s':>8s} "
         f"{'align s':>8s} {'its MERGE s':>12s} {'bare MERGE s':>13s} {'ratio':>6s} {'MERGE ratio':>12s} "
         f"{'JSON floor s':>13s} {'lowest ratio':>13s} {'plain s':>8s} {'vs plain':>9s} "
-        f"{'schemaless s':>13s} {'ratio':>6s} {'vs plain':>9s}"
+        f"{'schemaless s':>13s} {'ratio':>6s} {'vs plain':>9s} {'binary s':>9s} {'ratio':>6s} {'vs plain':>9s}"
     )
-    for size, ours, merge_part, bare, keys, phases, floor, plain_s, loose_s in results:
+    for size, ours, merge_part, bare, keys, phases, floor, plain_s, loose_s, binary_s in results:
         print(
             f"{size:12,d} {keys:9,d} {ours:11.1f} {args.events / ours:10,.0f} {phases.get('parse', 0):8.1f} "
             f"{phases.get('align', 0):8.1f} {merge_part:12.1f} {bare:13.1f} {ours / bare:6.2f}x "
             f"{merge_part / bare:11.2f}x {floor:13.1f} {(bare + floor) / bare:12.2f}x {plain_s:8.1f} "
-            f"{ours / plain_s:8.2f}x {loose_s:13.1f} {loose_s / bare:5.2f}x {loose_s / plain_s:8.2f}x"
+            f"{ours / plain_s:8.2f}x {loose_s:13.1f} {loose_s / bare:5.2f}x {loose_s / plain_s:8.2f}x "
+            f"{binary_s:9.1f} {binary_s / bare:5.2f}x {binary_s / plain_s:8.2f}x"
         )
     if len(results) > 1:
         (small, ours_small, _, bare_small, *_), (large, ours_large, _, bare_large, *_) = (
@@ -269,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         "targets (issue 22): at most 1.0x the straightforward merge (plain: bench/straightforward_merge.py, "
-        "same records); batch time grows less than 1.5x from 1M to 10M rows"
+        "same records); the binary log at most 1.5x the bare MERGE; batch time grows less than 1.5x from 1M "
+        "to 10M rows"
     )
     print(
         "(parse: cut, parse and cache the records; align: transaction completeness; its MERGE: the "
@@ -277,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         "and parsing every payload (cut out at its schema's known length) into the merge's types, nothing else; "
         "lowest ratio: (bare MERGE + JSON floor) / bare MERGE, what even a merge that cost nothing but "
         "the bare MERGE and that reading and parsing would reach; schemaless: Tidemark on the same events "
-        "as the streamer writes them with value.converter.schemas.enable false, each naming its schema)"
+        "as the streamer writes them with value.converter.schemas.enable false, each naming its schema; "
+        "binary: Tidemark on the same events in the embedded log's Parquet form, sink.local.format parquet)"
     )
     return 0
 

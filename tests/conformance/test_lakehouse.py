@@ -26,17 +26,22 @@ def delta_rows(spark, root: str, connector, source, ns: str, table: str) -> list
     return sorted(rows, key=lambda r: tuple(str(v) for v in r.values()))
 
 
-# Values with their Connect schema, or schemaless naming it by reference (`<prefix>.schemas`).
-SCHEMALESS = {"value.converter.schemas.enable": False, "key.converter.schemas.enable": False}
+# The embedded log's forms: values with their Connect schema, schemaless naming it by
+# reference (`<prefix>.schemas`), or Parquet files (`sink.local.format: parquet`).
+FORMS = {
+    "with schemas": {},
+    "schemas by reference": {"value.converter.schemas.enable": False, "key.converter.schemas.enable": False},
+    "parquet log": {"sink.local.format": "parquet"},
+}
 
 
-@pytest.mark.parametrize("values", ["with schemas", "schemas by reference"])
+@pytest.mark.parametrize("values", list(FORMS))
 def test_the_stream_merged_into_delta_equals_the_source(source, ns, tmp_path, spark, values):
     from spark_jobs.delta_merge import run_local
 
     seeded(source, ns, 400)
     source.create_table(ns, "pairs", {"a": "int", "b": "text", "v": "int"}, ["a", "b"])
-    extra = {"incremental.snapshot.chunk.size": 64, **(SCHEMALESS if values != "with schemas" else {})}
+    extra = {"incremental.snapshot.chunk.size": 64, **FORMS[values]}
     c = source.connector(tmp_path / "connector", ns, extra)
     proc = start_process(c)
     try:

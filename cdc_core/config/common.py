@@ -270,10 +270,10 @@ COMMON_PROPERTIES: list[Property] = [
     Property(
         "sink.local.format",
         "enum",
-        default="parquet",
-        choices=("parquet", "json"),
-        description="The embedded event log's files: `parquet` (typed columns that the Delta merge reads "
-        "without parsing JSON) or `json` (JSON lines). A log written in one format is read in both.",
+        default="json",
+        choices=("json", "parquet"),
+        description="The embedded event log's files: `json` (JSON lines) or `parquet` (typed columns that the "
+        "Delta merge reads without parsing JSON). A log written in one format is read in both.",
     ),
     Property(
         "sink.kafka.bootstrap.servers", "str", description="Kafka bootstrap servers for `sink.type=kafka`."

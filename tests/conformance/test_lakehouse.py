@@ -29,8 +29,12 @@ def delta_rows(spark, root: str, connector, source, ns: str, table: str) -> list
 # The embedded log's forms: values with their Connect schema, schemaless naming it by
 # reference (`<prefix>.schemas`), or Parquet files (`sink.local.format: parquet`).
 FORMS = {
-    "with schemas": {},
-    "schemas by reference": {"value.converter.schemas.enable": False, "key.converter.schemas.enable": False},
+    "with schemas": {"sink.local.format": "json"},
+    "schemas by reference": {
+        "sink.local.format": "json",
+        "value.converter.schemas.enable": False,
+        "key.converter.schemas.enable": False,
+    },
     "parquet log": {"sink.local.format": "parquet"},
 }
 

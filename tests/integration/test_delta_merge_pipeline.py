@@ -73,8 +73,12 @@ def total_events(c, database) -> int:
 # The embedded log's three forms of the same events: JSON with the Connect schema, schemaless
 # JSON naming it by reference, and Parquet (its typed files read without parsing JSON).
 FORMATS = {
-    "json": {},
-    "schemaless": {"value.converter.schemas.enable": False, "key.converter.schemas.enable": False},
+    "json": {"sink.local.format": "json"},
+    "schemaless": {
+        "sink.local.format": "json",
+        "value.converter.schemas.enable": False,
+        "key.converter.schemas.enable": False,
+    },
     "parquet": {"sink.local.format": "parquet"},
 }
 

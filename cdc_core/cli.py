@@ -7,7 +7,9 @@ tidemark status --config connector.yaml     last committed position, progress, s
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import logging
+import signal
 import sys
 import time
 from pathlib import Path
@@ -177,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
     )
     logging.Formatter.converter = time.gmtime
+    # `kill -USR1 <pid>` writes every thread's stack to stderr (the streamer's log under
+    # Airflow): what a process that seems stuck is waiting for, without stopping it.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         return args.func(args)
     except TidemarkError as exc:

@@ -3,6 +3,9 @@ reads: the same records, key and value as the Connect JSON the converter writes.
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,11 +16,44 @@ import pyarrow.parquet as pq
 from cdc_core.sinks.local_log import LocalLogError, LogRecord
 from cdc_core.sinks.parquet_log import TYPED, VERSION, covering, parquet_segments, wrap
 
+# Rendered files, newest use last. A log file never changes once it has its name, so
+# readers that poll a log (the CLI's tail, status figures, tests waiting for an event)
+# render each file once instead of on every poll; the key's size, inode and mtime make a
+# file replaced under the same name (a log deleted and written again) a new entry.
+CACHED_RECORDS = 200_000
+_rendered: OrderedDict[tuple[str, int, int, int], list[LogRecord]] = OrderedDict()
+_cached = 0
+_lock = threading.Lock()
+
 
 def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogRecord]:
     """A file's records as the JSON-lines log gives them: key and value as the Connect
     JSON the converter writes (a typed file's payloads rendered again, byte for byte)."""
-    source = pq.ParquetFile(path)
+    global _cached
+    stat = Path(path).stat()
+    entry = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    with _lock:
+        records = _rendered.get(entry)
+        if records is not None:
+            _rendered.move_to_end(entry)
+    if records is None:
+        source = pq.ParquetFile(path)
+        if source.metadata.num_rows > CACHED_RECORDS // 4:  # a large file streams, uncached
+            yield from (r for r in _render(topic, path, source) if r.offset >= start_offset)
+            return
+        records = list(_render(topic, path, source))
+        with _lock:
+            if entry not in _rendered:
+                _rendered[entry] = records
+                _cached += len(records)
+                while _cached > CACHED_RECORDS:
+                    _cached -= len(_rendered.popitem(last=False)[1])
+    if records and records[0].topic != topic:
+        records = [dataclasses.replace(r, topic=topic) for r in records]
+    yield from (r for r in records if r.offset >= start_offset)
+
+
+def _render(topic: str, path: Path, source: pq.ParquetFile) -> Iterator[LogRecord]:
     meta = source.schema_arrow.metadata or {}
     if meta.get(b"tidemark.log.version") != VERSION.encode():
         raise LocalLogError(f"{path} is not a Tidemark log file of version {VERSION}")
@@ -28,8 +64,6 @@ def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogReco
     )
     for batch in source.iter_batches(batch_size=4096):
         for row in batch.to_pylist():
-            if row["offset"] < start_offset:
-                continue
             key, value = row["key"], row["value"]
             if typed:
                 key = wrap(key_schema or None, None if key is None else orjson.dumps(key))

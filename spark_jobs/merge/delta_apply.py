@@ -70,7 +70,14 @@ def merge_changes(
     from delta.tables import DeltaTable
 
     if not table_exists(spark, path):
-        create_table(spark, path, changes.limit(0), partition_by, cluster_by)
+        # A table's first batch has nothing to merge with: the table is created holding it,
+        # in one commit and one pass, where a MERGE would read the batch twice after a
+        # commit of its own. A merge that created it meanwhile makes this one a MERGE.
+        if not cluster_by:
+            if create_with_rows(spark, path, changes, commit_metadata, partition_by):
+                return
+        else:
+            create_table(spark, path, changes.limit(0), partition_by, cluster_by)
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
     source = F.broadcast(changes) if broadcast else changes
     builder = DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), on).withSchemaEvolution()
@@ -95,6 +102,11 @@ def merge_changes(
         builder.execute()
 
 
+# Deletion vectors: a MERGE marks replaced rows instead of rewriting whole files, so a
+# batch costs about its own size, not the table's. Type widening: see `evolution`.
+TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true", "delta.enableTypeWidening": "true"}
+
+
 def create_table(
     spark: SparkSession,
     path: str,
@@ -103,25 +115,56 @@ def create_table(
     cluster_by: tuple[str, ...] = (),
 ) -> None:
     """The table with `empty`'s schema, partitioned or clustered (liquid clustering) as
-    configured, with deletion vectors and type widening on. Two merges creating it at once: one wins, the other finds it there."""
+    configured, with TABLE_PROPERTIES. Two merges creating it at once: one wins, the
+    other finds it there."""
     from delta.tables import DeltaTable
 
-    if partition_by and cluster_by:
-        raise TidemarkError(f"{path}: a Delta table is partitioned or clustered, not both")
-    missing = [c for c in (*partition_by, *cluster_by) if c not in empty.columns]
-    if missing:
-        raise TidemarkError(f"{path}: no column(s) {missing} to partition or cluster by")
+    check_layout(path, empty, partition_by, cluster_by)
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(empty.schema)
-    # Deletion vectors: a MERGE marks replaced rows instead of rewriting whole files, so a
-    # batch costs about its own size, not the table's. Type widening: see `evolution`.
-    builder = builder.property("delta.enableDeletionVectors", "true").property(
-        "delta.enableTypeWidening", "true"
-    )
+    for key, value in TABLE_PROPERTIES.items():
+        builder = builder.property(key, value)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
     if cluster_by:
         builder = builder.clusterBy(*cluster_by)
     builder.execute()
+
+
+def create_with_rows(
+    spark: SparkSession,
+    path: str,
+    rows: DataFrame,
+    metadata: dict[str, Any] | None,
+    partition_by: tuple[str, ...] = (),
+) -> bool:
+    """The table created holding `rows`, in one commit carrying `metadata` as its user
+    metadata (a write option: `rows` may belong to another session than `spark`, whose
+    settings the write would not see). False when another merge created the table first:
+    the caller MERGEs into it instead. Clustered tables are created empty (`create_table`):
+    Spark's writer leaves clustering out."""
+    check_layout(path, rows, partition_by, ())
+    writer = rows.write.format("delta").mode("errorifexists").options(**TABLE_PROPERTIES)
+    if metadata:
+        writer = writer.option("userMetadata", json.dumps(metadata, sort_keys=True))
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    try:
+        writer.save(path)
+    except Exception:
+        if table_exists(spark, path):
+            return False
+        raise
+    return True
+
+
+def check_layout(
+    path: str, rows: DataFrame, partition_by: tuple[str, ...], cluster_by: tuple[str, ...]
+) -> None:
+    if partition_by and cluster_by:
+        raise TidemarkError(f"{path}: a Delta table is partitioned or clustered, not both")
+    missing = [c for c in (*partition_by, *cluster_by) if c not in rows.columns]
+    if missing:
+        raise TidemarkError(f"{path}: no column(s) {missing} to partition or cluster by")
 
 
 def enable_type_widening(spark: SparkSession, path: str) -> None:

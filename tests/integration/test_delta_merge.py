@@ -132,6 +132,40 @@ def test_each_commit_records_the_source_offsets_it_reached(spark, tmp_path):
     assert json.loads(last.userMetadata) == {"tidemark": {"topic": TOPIC, "reached": 2}}
 
 
+def test_a_first_batch_creates_its_table_in_one_commit_and_a_lost_race_merges(spark, tmp_path, monkeypatch):
+    """A new table is written holding its first batch (one commit, its positions on it);
+    a merge that finds the table created by another after it looked MERGEs instead,
+    order-key guard included."""
+    import json
+
+    from delta.tables import DeltaTable
+
+    from spark_jobs.merge import delta_apply
+
+    merge(
+        spark,
+        tmp_path,
+        [event("c", (0, 1, 1), after=row(1, "ann")), event("c", (0, 2, 1), after=row(2, "b"))],
+    )
+    history = DeltaTable.forPath(spark, f"{tmp_path}/shop.accounts").history().collect()
+    assert [(h.version, h.operation) for h in history] == [(0, "WRITE")]
+    assert json.loads(history[0].userMetadata) == {"tidemark": {"topic": TOPIC, "reached": 2}}
+
+    looked = []
+    real = delta_apply.table_exists
+    monkeypatch.setattr(
+        delta_apply, "table_exists", lambda *a: real(*a) if looked else looked.append(1) or False
+    )
+    merge(
+        spark,
+        tmp_path,
+        [event("u", (0, 0, 1), after=row(1, "older")), event("u", (0, 3, 1), after=row(2, "bob"))],
+    )
+    assert looked, "the merge did not take the table for new"
+    assert live(spark, tmp_path) == [(1, "ann"), (2, "bob")]
+    assert DeltaTable.forPath(spark, f"{tmp_path}/shop.accounts").history(1).collect()[0].operation == "MERGE"
+
+
 def test_tables_merged_side_by_side_each_commit_their_own_positions(spark, tmp_path):
     """Four tables MERGEd at once (`--parallel-tables`), each in a session of its own: every
     commit records its own table's topic and offsets (a commit's user metadata is a

@@ -23,7 +23,7 @@ from tests.support.mongo.capture import (
     synced,
 )
 from tests.support.snapshots import finished, status
-from tests.support.streamer import payloads, start_process, stop_process, wait_for
+from tests.support.streamer import payloads, start_process, stop_process, wait_for, wait_process
 
 pytestmark = pytest.mark.integration
 
@@ -215,8 +215,7 @@ def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mon
     mongodb.start()  # an empty deployment on the same address
     try:
         proc = start_process(c)
-        proc.wait(90)
-        assert proc.returncode != 0
+        assert wait_process(proc, 90, c.path.with_suffix(".log")) != 0
         text = c.path.with_suffix(".log").read_text()
         assert "resume token" in text and "snapshot" in text, text[-2000:]
     finally:

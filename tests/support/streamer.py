@@ -163,7 +163,21 @@ def run_to_exit(connector: Connector, timeout: float = 120) -> subprocess.Comple
 
 def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: float = 60) -> int:
     proc.send_signal(sig)
-    return proc.wait(timeout)
+    return wait_process(proc, timeout)
+
+
+def wait_process(proc: subprocess.Popen[bytes], timeout: float, log: Path | None = None) -> int:
+    """`proc`'s exit code; a process still running after `timeout` is asked for its
+    threads' stacks (the CLI's SIGUSR1), and the failure shows them with its log's tail."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        tail = log.read_text(errors="replace")[-6000:] if log and log.exists() else "(no log given)"
+        raise AssertionError(
+            f"the process is still running after {timeout}s; its log ends:\n{tail}"
+        ) from None
 
 
 def wait_for(predicate: Any, timeout: float, interval: float = 0.1, message: str = "condition") -> None:

@@ -216,6 +216,28 @@ def test_compaction_never_takes_small_files_from_both_sides_of_a_large_one(tmp_p
     assert [r.offset for r in LocalEventLogReader(tmp_path).read("t")] == list(range(402))
 
 
+def test_a_polled_file_is_rendered_once_and_a_rewritten_log_is_read_anew(tmp_path, monkeypatch):
+    """Readers poll: a log file (immutable once named) renders once; a log deleted and
+    written again under the same names gives its new records, never the cached ones."""
+    renders = []
+    render = parquet_log_reader._render
+    monkeypatch.setattr(parquet_log_reader, "_render", lambda *a: renders.append(a[1]) or render(*a))
+    log = plog(tmp_path)
+    log.append([rec(n) for n in range(3)])
+    log.close()
+    reader = LocalEventLogReader(tmp_path)
+    for _ in range(3):
+        assert [orjson.loads(r.key)["id"] for r in reader.read("t", 1)] == [1, 2]
+    assert len(renders) == 1
+    for path in (tmp_path / "t").glob("*.parquet"):
+        path.unlink()
+    log = plog(tmp_path)
+    log.append([rec(n) for n in range(10, 13)])
+    log.close()
+    assert [orjson.loads(r.key)["id"] for r in reader.read("t")] == [10, 11, 12]
+    assert len(renders) == 2
+
+
 def test_a_json_lines_log_continues_in_parquet_with_its_offsets(tmp_path):
     old = LocalEventLog(tmp_path)
     old.append([Record("t", b'{"id":%d}' % n, b'{"old":%d}' % n) for n in range(3)])

@@ -270,10 +270,18 @@ COMMON_PROPERTIES: list[Property] = [
     Property(
         "sink.local.format",
         "enum",
-        default="json",
-        choices=("json", "parquet"),
-        description="The embedded event log's files: `json` (JSON lines) or `parquet` (typed columns that the "
-        "Delta merge reads without parsing JSON). A log written in one format is read in both.",
+        default="parquet",
+        choices=("parquet", "json"),
+        description="The embedded event log's files: `parquet` (typed columns that the Delta merge reads "
+        "without parsing JSON) or `json` (JSON lines). A log written in one format is read in both.",
+    ),
+    Property(
+        "sink.local.linger.ms",
+        "int",
+        default=500,
+        minimum=0,
+        description="`parquet`: records wait up to this long to land together, so a slow stream writes fewer, "
+        "larger files (each landing is one file per topic); a busy one lands as fast as it writes.",
     ),
     Property(
         "sink.kafka.bootstrap.servers", "str", description="Kafka bootstrap servers for `sink.type=kafka`."

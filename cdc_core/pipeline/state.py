@@ -89,6 +89,7 @@ def open_sink(config: ConnectorConfig, on_ack: Callable[[int], None]) -> Sink:
         parquet=config.get("sink.local.format") == "parquet",
         key_schemas=config.get("key.converter.schemas.enable"),
         value_schemas=config.get("value.converter.schemas.enable"),
+        linger=config.get("sink.local.linger.ms") / 1000,
     )
 
 

@@ -148,8 +148,8 @@ def run_streamer(
     shutil.copytree(seed_state, state)
     config = work / f"connector-{sink}.yaml"
     props = connector_props(state, work / f"log-{sink}-{round_}")
-    if sink == "parquet":
-        props["sink.local.format"] = "parquet"
+    if sink in ("local", "parquet"):  # each named: the default is one of them
+        props["sink.local.format"] = "json" if sink == "local" else "parquet"
     if sink == "kafka":
         props["sink.type"] = "kafka"
         props["sink.kafka.bootstrap.servers"] = os.environ.get("TIDEMARK_KAFKA_BOOTSTRAP", "127.0.0.1:9092")

@@ -1,24 +1,40 @@
 """Change events MERGEd into Delta by order key: typed, idempotent, safe against late,
-duplicate and shuffled delivery."""
+duplicate and shuffled delivery. A test taking `form` runs with its records given in each
+form the merge reads (JSON with schemas, schemaless by reference, the Parquet log's typed
+files); the others test what no form changes (Delta layout, table creation, housekeeping)
+or one form's own input (JSON spacing, text that is not JSON)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
 import random
+from pathlib import Path
 
 import pytest
 
-from tests.support.events import FIELDS, TOPIC, dumps, event, row, tombstone
+from tests.support.events import FIELDS, TOPIC, event, row, tombstone
+from tests.support.merge_forms import FORMS, in_form, schemaless
 
 pytestmark = pytest.mark.integration
 
 
+@pytest.fixture(params=FORMS)
+def form(request) -> str:
+    """The form the merge reads a test's records in (tests/support/merge_forms.py)."""
+    return request.param
+
+
 def merge(spark, root, records, options=None):
+    merge_as("json", spark, root, records, options)
+
+
+def merge_as(form, spark, root, records, options=None):
+    """One batch of `records` given to the merge in `form`."""
     from spark_jobs.delta_merge import apply_batch
 
-    frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
-    apply_batch(spark, frame, str(root), "tm", {TOPIC: len(records)}, options=options)
+    given = in_form(spark, records, form, Path(root).parent / f"{Path(root).name}.forms")
+    apply_batch(spark, root=str(root), prefix="tm", reached={TOPIC: len(records)}, options=options, **given)
 
 
 def live(spark, root):
@@ -27,8 +43,8 @@ def live(spark, root):
     return sorted((r.id, r.name) for r in live_rows(spark, f"{root}/shop.accounts").collect())
 
 
-def test_rows_land_with_their_source_types(spark, tmp_path):
-    merge(spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "ann", cents=-12345))])
+def test_rows_land_with_their_source_types(spark, tmp_path, form):
+    merge_as(form, spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "ann", cents=-12345))])
     stored = spark.read.format("delta").load(f"{tmp_path}/shop.accounts").collect()[0]
     assert stored.balance == decimal.Decimal("-123.45")
     assert stored.opened == dt.date(2024, 2, 29)
@@ -38,35 +54,36 @@ def test_rows_land_with_their_source_types(spark, tmp_path):
     assert stored._cdc_op == "c" and stored._cdc_deleted is False
 
 
-def test_an_older_update_after_a_delete_does_not_bring_the_row_back(spark, tmp_path):
-    merge(
+def test_an_older_update_after_a_delete_does_not_bring_the_row_back(spark, tmp_path, form):
+    merge_as(
+        form,
         spark,
         tmp_path,
         [event("c", (0, 1, 1), after=row(1, "ann")), event("c", (0, 1, 2), after=row(2, "bob"))],
     )
-    merge(spark, tmp_path, [event("d", (0, 5, 1), before=row(1, "ann")), tombstone(1)])
-    merge(spark, tmp_path, [event("u", (0, 3, 1), before=row(1, "ann"), after=row(1, "ann-late"))])
+    merge_as(form, spark, tmp_path, [event("d", (0, 5, 1), before=row(1, "ann")), tombstone(1)])
+    merge_as(form, spark, tmp_path, [event("u", (0, 3, 1), before=row(1, "ann"), after=row(1, "ann-late"))])
     assert live(spark, tmp_path) == [(2, "bob")]
     # A delete of a key the table never saw still leaves a tombstone for late events to meet.
-    merge(spark, tmp_path, [event("d", (0, 9, 1), before=row(3, "cy"))])
-    merge(spark, tmp_path, [event("c", (0, 8, 1), after=row(3, "cy"))])
+    merge_as(form, spark, tmp_path, [event("d", (0, 9, 1), before=row(3, "cy"))])
+    merge_as(form, spark, tmp_path, [event("c", (0, 8, 1), after=row(3, "cy"))])
     assert live(spark, tmp_path) == [(2, "bob")]
     # A newer create after the delete does bring it back.
-    merge(spark, tmp_path, [event("c", (1, 0, 1), after=row(1, "ann-again"))])
+    merge_as(form, spark, tmp_path, [event("c", (1, 0, 1), after=row(1, "ann-again"))])
     assert live(spark, tmp_path) == [(1, "ann-again"), (2, "bob")]
 
 
-def test_duplicates_and_a_replayed_batch_change_nothing(spark, tmp_path):
+def test_duplicates_and_a_replayed_batch_change_nothing(spark, tmp_path, form):
     batch = [
         event("c", (0, 1, 1), after=row(1, "a1")),
         event("u", (0, 2, 1), before=row(1, "a1"), after=row(1, "a2")),
         event("u", (0, 2, 1), before=row(1, "a1"), after=row(1, "a2")),  # delivered twice
         event("c", (0, 2, 2), after=row(2, "b1")),
     ]
-    merge(spark, tmp_path, batch)
+    merge_as(form, spark, tmp_path, batch)
     first = sorted(map(tuple, spark.read.format("delta").load(f"{tmp_path}/shop.accounts").collect()))
-    merge(spark, tmp_path, batch)
-    merge(spark, tmp_path, batch[:2])
+    merge_as(form, spark, tmp_path, batch)
+    merge_as(form, spark, tmp_path, batch[:2])
     again = sorted(map(tuple, spark.read.format("delta").load(f"{tmp_path}/shop.accounts").collect()))
     assert again == first
     assert live(spark, tmp_path) == [(1, "a2"), (2, "b1")]
@@ -90,23 +107,24 @@ def history(n_keys: int, n_events: int, seed: int) -> list[dict]:
     return events, sorted(alive.items())
 
 
-def test_shuffled_delivery_in_any_batching_gives_the_in_order_table(spark, tmp_path):
+def test_shuffled_delivery_in_any_batching_gives_the_in_order_table(spark, tmp_path, form):
     events, expected = history(n_keys=12, n_events=120, seed=7)
     rng = random.Random(3)
     shuffled = events[:]
     rng.shuffle(shuffled)
     cuts = sorted(rng.sample(range(1, len(shuffled)), 3))
     for lo, hi in zip([0, *cuts], [*cuts, len(shuffled)], strict=True):
-        merge(spark, tmp_path, shuffled[lo:hi])
+        merge_as(form, spark, tmp_path, shuffled[lo:hi])
     assert live(spark, tmp_path) == expected
 
 
-def test_an_added_column_appears_in_the_table(spark, tmp_path):
+def test_an_added_column_appears_in_the_table(spark, tmp_path, form):
     from cdc_core.events.connect_schema import field
 
     wider = [*FIELDS, field("int32", "tier")]
-    merge(spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "ann"))])
-    merge(
+    merge_as(form, spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "ann"))])
+    merge_as(
+        form,
         spark,
         tmp_path,
         [event("c", (0, 2, 1), after=row(2, "bob", extra={"tier": 3}), fields=wider),
@@ -118,12 +136,13 @@ def test_an_added_column_appears_in_the_table(spark, tmp_path):
     assert rows == [(1, 1), (2, 3)]
 
 
-def test_each_commit_records_the_source_offsets_it_reached(spark, tmp_path):
+def test_each_commit_records_the_source_offsets_it_reached(spark, tmp_path, form):
     import json
 
     from delta.tables import DeltaTable
 
-    merge(
+    merge_as(
+        form,
         spark,
         tmp_path,
         [event("c", (0, 1, 1), after=row(1, "ann")), event("c", (0, 2, 1), after=row(2, "b"))],
@@ -213,7 +232,7 @@ def release_record(staged, excluded, order):
     }
 
 
-def test_a_fast_path_release_gives_the_table_its_op_r_events_would(spark, tmp_path):
+def test_a_fast_path_release_gives_the_table_its_op_r_events_would(spark, tmp_path, form):
     import datetime as dt
     import decimal
 
@@ -228,14 +247,14 @@ def test_a_fast_path_release_gives_the_table_its_op_r_events_would(spark, tmp_pa
         staged_rows, "id INT, name STRING, balance DECIMAL(12,2), opened DATE, seen TIMESTAMP_NTZ, tag BINARY"
     ).coalesce(1).write.parquet(staged)
     hw = (0, 5, 1)
-    merge(spark, tmp_path / "fast", [*stream, release_record(staged, excluded=[3], order=hw)])
+    merge_as(form, spark, tmp_path / "fast", [*stream, release_record(staged, excluded=[3], order=hw)])
     as_events = [event("r", hw, after=row(i, n)) for i, n in ((1, "a"), (2, "b"))]
-    merge(spark, tmp_path / "events", [*stream, *as_events])
+    merge_as(form, spark, tmp_path / "events", [*stream, *as_events])
     assert live(spark, tmp_path / "fast") == live(spark, tmp_path / "events")
     assert live(spark, tmp_path / "fast") == [(1, "a"), (2, "b"), (3, "c-changed-in-window")]
     # The release alone, in a later batch, against the existing table: the same again.
-    merge(spark, tmp_path / "later", stream)
-    merge(spark, tmp_path / "later", [release_record(staged, excluded=[3], order=hw)])
+    merge_as(form, spark, tmp_path / "later", stream)
+    merge_as(form, spark, tmp_path / "later", [release_record(staged, excluded=[3], order=hw)])
     assert live(spark, tmp_path / "later") == live(spark, tmp_path / "events")
 
 
@@ -257,7 +276,7 @@ def test_housekeeping_collects_tombstones_only_past_their_retention(spark, tmp_p
     assert live(spark, tmp_path) == [(2, "b")]
 
 
-def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path):
+def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path, form):
     import json
 
     from delta.tables import DeltaTable
@@ -271,8 +290,10 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path):
     pending = PendingStore(spark, str(tmp_path / "held"))
 
     def aligned(batch_id, records):
-        frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
-        apply_aligned(spark, frame, str(tmp_path), "tm", {}, pending, batch_id)
+        given = in_form(spark, records, form, tmp_path / "forms")
+        apply_aligned(
+            spark, root=str(tmp_path), prefix="tm", reached={}, pending=pending, batch_id=batch_id, **given
+        )
 
     table = {"shop.accounts": 3}
     # Transaction 7 (three rows) is cut by the batch boundary: nothing of it lands.
@@ -308,7 +329,7 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path):
     assert position == (0, 9) and frames[path].where("NOT _cdc_deleted").count() == 3
 
 
-def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, tmp_path):
+def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, tmp_path, form):
     """A change in no transaction (MongoDB's single-document writes: a null id, no
     BEGIN/END) is complete by itself, also while a transaction around it is held."""
     import json
@@ -322,8 +343,10 @@ def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, t
     pending = PendingStore(spark, str(tmp_path / "held"))
 
     def aligned(batch_id, records):
-        frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
-        apply_aligned(spark, frame, str(tmp_path), "tm", {}, pending, batch_id)
+        given = in_form(spark, records, form, tmp_path / "forms")
+        apply_aligned(
+            spark, root=str(tmp_path), prefix="tm", reached={}, pending=pending, batch_id=batch_id, **given
+        )
 
     aligned(
         1,
@@ -344,7 +367,7 @@ def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, t
     assert live(spark, tmp_path) == [(1, "a7"), (2, "b"), (3, "c")]
 
 
-def test_scd2_history_matches_the_sequence_of_changes_whatever_the_delivery(spark, tmp_path):
+def test_scd2_history_matches_the_sequence_of_changes_whatever_the_delivery(spark, tmp_path, form):
     from spark_jobs.merge.options import MergeOptions
 
     scd2 = MergeOptions(scd2=r"shop\.accounts")
@@ -354,9 +377,9 @@ def test_scd2_history_matches_the_sequence_of_changes_whatever_the_delivery(spar
         event("d", (0, 5, 1), before=row(1, "b")),
     )
     c2 = event("c", (0, 2, 1), after=row(2, "x"))
-    merge(spark, tmp_path, [d1, c1, c2], scd2)
-    merge(spark, tmp_path, [u1, c1], scd2)  # a late update, and a repeat
-    merge(spark, tmp_path, [u1], scd2)  # replayed
+    merge_as(form, spark, tmp_path, [d1, c1, c2], scd2)
+    merge_as(form, spark, tmp_path, [u1, c1], scd2)  # a late update, and a repeat
+    merge_as(form, spark, tmp_path, [u1], scd2)  # replayed
     history = sorted(
         (r.id, r._cdc_rank, r.name, r._cdc_end_rank, r._cdc_current, r._cdc_deleted)
         for r in spark.read.format("delta").load(f"{tmp_path}/shop.accounts").collect()
@@ -384,20 +407,21 @@ def test_a_new_table_is_partitioned_or_clustered_as_configured(spark, tmp_path, 
     assert live(spark, tmp_path) == [(1, "a")]
 
 
-def test_a_widened_column_widens_and_an_incompatible_change_applies_nothing(spark, tmp_path):
+def test_a_widened_column_widens_and_an_incompatible_change_applies_nothing(spark, tmp_path, form):
     from cdc_core.errors import TidemarkError
     from cdc_core.events.connect_schema import field
 
-    merge(spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "a"))])
+    merge_as(form, spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "a"))])
     bigger = [field("int64", "id", optional=False), *FIELDS[1:]]  # INT -> BIGINT at the source
-    merge(spark, tmp_path, [event("c", (0, 2, 1), after=row(2**40, "big"), fields=bigger)])
+    merge_as(form, spark, tmp_path, [event("c", (0, 2, 1), after=row(2**40, "big"), fields=bigger)])
     stored = spark.read.format("delta").load(f"{tmp_path}/shop.accounts")
     assert dict(stored.dtypes)["id"] == "bigint"
     assert live(spark, tmp_path) == [(1, "a"), (2**40, "big")]
     as_text = [*bigger[:2], field("string", "balance"), *FIELDS[3:]]  # DECIMAL -> text: no widening
     other = dict(event("c", (0, 3, 1), after=row(5, "other-table")), topic="tm.shop.others")
     with pytest.raises(TidemarkError, match="balance changed from decimal.12,2. to string"):
-        merge(
+        merge_as(
+            form,
             spark,
             tmp_path,
             [other, event("u", (0, 3, 2), after=row(1, "a2", extra={"balance": "1.00"}), fields=as_text)],
@@ -495,24 +519,6 @@ def test_a_release_leaves_out_its_excluded_keys_whatever_their_type(spark, tmp_p
     release = parse_release(json.dumps(payload))
     rows = release_rows(spark, [release], None).select("v").collect()
     assert sorted(r.v for r in rows) == ["row 1", "row 3"]
-
-
-def schemaless(record: dict, catalogue: dict) -> dict:
-    """`record` as the streamer writes it with `value.converter.schemas.enable: false`:
-    the payload alone, naming its schema (recorded in `catalogue`) by reference."""
-    import json
-
-    from cdc_core.pipeline.schema_references import schema_digest, schema_record
-    from spark_jobs.merge.schema_catalogue import schema_entry
-
-    value = None if record["value"] is None else json.loads(record["value"])
-    if value is None or "schema" not in value:  # a tombstone; a BEGIN/END written without
-        return {**record, "schema_ref": None}
-    schema = dumps(value["schema"]).encode()
-    digest = schema_digest(record["topic"], schema)
-    entry = schema_entry(schema_record("tm", digest, record["topic"], schema).value.decode())
-    catalogue[digest] = entry[1:]
-    return {**record, "value": dumps(value["payload"]), "schema_ref": digest}
 
 
 def test_schemaless_values_naming_their_schemas_land_as_values_with_schemas(spark, tmp_path):

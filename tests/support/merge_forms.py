@@ -1,0 +1,77 @@
+"""The same hand-built records (tests/support/events.py) in each form the merge reads:
+JSON with the Connect schema (Kafka, a `json` embedded log), schemaless JSON naming the
+schema by reference, and the Parquet embedded log's files (typed parts, no JSON parsed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.support.events import dumps
+
+FORMS = ("json", "schemaless", "parquet")
+
+
+def schemaless(record: dict, catalogue: dict) -> dict:
+    """`record` as the streamer writes it with `value.converter.schemas.enable: false`:
+    the payload alone, naming its schema (recorded in `catalogue`) by reference."""
+    from cdc_core.pipeline.schema_references import schema_digest, schema_record
+    from spark_jobs.merge.schema_catalogue import schema_entry
+
+    value = None if record["value"] is None else json.loads(record["value"])
+    if value is None or "schema" not in value:  # a tombstone; a BEGIN/END written without
+        return {**record, "schema_ref": None}
+    schema = dumps(value["schema"]).encode()
+    digest = schema_digest(record["topic"], schema)
+    entry = schema_entry(schema_record("tm", digest, record["topic"], schema).value.decode())
+    catalogue[digest] = entry[1:]
+    return {**record, "value": dumps(value["payload"]), "schema_ref": digest}
+
+
+def _apart(text: str | None) -> tuple[bytes | None, bytes | None]:
+    """(payload, schema) of a record's key or value written with its schema."""
+    if text is None:
+        return None, None
+    doc = json.loads(text)
+    if isinstance(doc, dict) and set(doc) == {"schema", "payload"}:
+        return dumps(doc["payload"]).encode(), dumps(doc["schema"]).encode()
+    return text.encode(), None
+
+
+def parquet_log(records: list[dict], folder: Path) -> list[str]:
+    """`records` landed in a Parquet event log under `folder` as the streamer lands them
+    (payloads apart from their schemas); returns its topics."""
+    from cdc_core.events.envelope import Record
+    from cdc_core.sinks.parquet_log import ParquetEventLog
+
+    log = ParquetEventLog(folder, key_schemas=True, value_schemas=True)
+    landed = []
+    for r in records:
+        (key, key_schema), (value, value_schema) = _apart(r["key"]), _apart(r["value"])
+        landed.append(Record(r["topic"], key, value, (), key_schema, value_schema))
+    log.append(landed)
+    log.close()
+    return sorted({r["topic"] for r in records})
+
+
+def in_form(spark: Any, records: list[dict], form: str, folder: Path) -> dict[str, Any]:
+    """What the merge's entry points take for `records` in `form`: `records` (a frame),
+    and `known` (schemas by reference) or `typed` (the Parquet log's typed parts)."""
+    from spark_jobs.local_log_source import read_local_log
+    from spark_jobs.merge.known_schemas import KnownSchemas
+
+    if form == "json":
+        return {"records": spark.createDataFrame(records, "topic STRING, key STRING, value STRING")}
+    if form == "schemaless":
+        catalogue: dict = {}
+        rows = [schemaless(r, catalogue) for r in records]
+        known = KnownSchemas()
+        known.refer(catalogue)
+        frame = spark.createDataFrame(rows, "topic STRING, key STRING, value STRING, schema_ref STRING")
+        return {"records": frame, "known": known}
+    assert form == "parquet", form
+    folder.mkdir(parents=True, exist_ok=True)
+    root = Path(folder) / f"log-{len(list(folder.iterdir()))}"
+    text, typed = read_local_log(spark, root, parquet_log(records, root))
+    return {"records": text, "typed": typed}

@@ -278,10 +278,11 @@ COMMON_PROPERTIES: list[Property] = [
     Property(
         "sink.local.linger.ms",
         "int",
-        default=500,
+        default=100,
         minimum=0,
         description="`parquet`: records wait up to this long to land together, so a slow stream writes fewer, "
-        "larger files (each landing is one file per topic); a busy one lands as fast as it writes.",
+        "larger files (each landing is one file per topic); a busy one lands as fast as it writes. "
+        "Acknowledgements (committed offsets) wait as long.",
     ),
     Property(
         "sink.kafka.bootstrap.servers", "str", description="Kafka bootstrap servers for `sink.type=kafka`."

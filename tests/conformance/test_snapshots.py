@@ -127,10 +127,12 @@ def test_a_snapshot_under_writes_loses_no_row_and_never_goes_back(source, ns, tm
 
 
 def test_pause_resume_stop_and_a_hostile_condition_refused(source, ns, tmp_path):
-    # Enough windows that a fast source (Vitess's) is still reading when the second pause comes.
+    # Enough windows that a fast source (Vitess's) is still reading when the second pause
+    # comes. The test times that pause by the reads landing in the log: landing at once
+    # (no linger), they show the resumed snapshot before a fast source has finished it.
     rows = 20_000
     seeded(source, ns, rows)
-    c = source.connector(tmp_path, ns, {"incremental.snapshot.chunk.size": 50})
+    c = source.connector(tmp_path, ns, {"incremental.snapshot.chunk.size": 50, "sink.local.linger.ms": 0})
     topic = source.topic(c, ns, "t")
     proc = start_process(c)
 

@@ -1,7 +1,7 @@
 """Change events MERGEd into Delta by order key: typed, idempotent, safe against late,
-duplicate and shuffled delivery. A test taking `form` runs with its records given in each
-form the merge reads (JSON with schemas, schemaless by reference, the Parquet log's typed
-files); the others test what no form changes (Delta layout, table creation, housekeeping)
+duplicate and shuffled delivery. A test taking `form` runs with its records given in
+each encoding the merge reads (JSON with schemas, the Parquet log's typed files;
+tests/support/merge_forms.py says why schemaless JSON has tests of its own); the others test what no form changes (Delta layout, table creation, housekeeping)
 or one form's own input (JSON spacing, text that is not JSON)."""
 
 from __future__ import annotations

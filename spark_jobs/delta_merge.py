@@ -61,13 +61,12 @@ def apply_batch(
     reached: dict[str, Any],
     positions: dict[str, Any] | None = None,
     options: MergeOptions | None = None,
-    known: KnownSchemas | None = None,
     typed: Sequence[TypedPart] = (),
 ) -> int:
     """Merge one batch of records (`topic, key, value` as text, and `typed` parts of the
     Parquet log) without transaction alignment. Returns the number of tables touched."""
     columns = ("topic", "key", "value", *(c for c in carried(records) if c == REFERENCE))
-    with parsed_batch(records.select(*columns), prefix, known, _patch_field(options), typed) as (
+    with parsed_batch(records.select(*columns), prefix, None, _patch_field(options), typed) as (
         parsed,
         shapes,
     ):

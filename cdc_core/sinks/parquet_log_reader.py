@@ -3,7 +3,6 @@ reads: the same records, key and value as the Connect JSON the converter writes.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from cdc_core.sinks.parquet_log import TYPED, VERSION, covering, parquet_segment
 # render each file once instead of on every poll; the key's size, inode and mtime make a
 # file replaced under the same name (a log deleted and written again) a new entry.
 CACHED_RECORDS = 200_000
-_rendered: OrderedDict[tuple[str, int, int, int], list[LogRecord]] = OrderedDict()
+_rendered: OrderedDict[tuple[str, str, int, int, int], list[LogRecord]] = OrderedDict()
 _cached = 0
 _lock = threading.Lock()
 
@@ -31,7 +30,7 @@ def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogReco
     JSON the converter writes (a typed file's payloads rendered again, byte for byte)."""
     global _cached
     stat = Path(path).stat()
-    entry = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    entry = (topic, str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
     with _lock:
         records = _rendered.get(entry)
         if records is not None:
@@ -48,8 +47,6 @@ def read_file(topic: str, path: Path, start_offset: int = 0) -> Iterator[LogReco
                 _cached += len(records)
                 while _cached > CACHED_RECORDS:
                     _cached -= len(_rendered.popitem(last=False)[1])
-    if records and records[0].topic != topic:
-        records = [dataclasses.replace(r, topic=topic) for r in records]
     yield from (r for r in records if r.offset >= start_offset)
 
 

@@ -73,11 +73,10 @@ def merge_changes(
         # A table's first batch has nothing to merge with: the table is created holding it,
         # in one commit and one pass, where a MERGE would read the batch twice after a
         # commit of its own. A merge that created it meanwhile makes this one a MERGE.
-        if not cluster_by:
-            if create_with_rows(spark, path, changes, commit_metadata, partition_by):
-                return
-        else:
+        if cluster_by:
             create_table(spark, path, changes.limit(0), partition_by, cluster_by)
+        elif create_with_rows(spark, path, changes, commit_metadata, partition_by):
+            return
     on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
     source = F.broadcast(changes) if broadcast else changes
     builder = DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), on).withSchemaEvolution()

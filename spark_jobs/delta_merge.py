@@ -99,9 +99,9 @@ def apply_aligned(
         _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
         if reached is None:
             reached = reached_offsets(parsed)
+        started = time.monotonic()
         split = split_complete(parsed, prefix)
         try:
-            started = time.monotonic()
             upto, merged = split.positions()
             _phase("align", started, "batch %d: transactions aligned", batch_id)
             positions = {"upto": upto, "merged": merged}

@@ -26,39 +26,36 @@ from spark_jobs.merge.records import RECORDS
 class Split:
     now: DataFrame  # parsed records of complete transactions, and records without one
     held: DataFrame  # parsed records of incomplete transactions (with their BEGIN/END)
-    transactions: DataFrame  # per transaction and table: `_txn, _table, _key, _complete`
-    cached: DataFrame  # per transaction: complete or not, kept while the batch is merged
+    per_txn: DataFrame  # per transaction: `_txn, _complete, _key, _events`, cached
+    per_table: DataFrame  # per table: `_table, first, last`, the order keys it merges now
+    kept: tuple[DataFrame, ...]  # the small frames cached until `release`
 
     def release(self) -> None:
-        self.cached.unpersist()
+        for frame in self.kept:
+            frame.unpersist()
 
     def holds_nothing(self) -> bool:
         """Whether every transaction in hand is complete (a look at the small cached
         per-transaction frame, not at the records)."""
-        return self.cached.where(~F.col("_complete")).isEmpty()
+        return self.per_txn.where(~F.col("_complete")).isEmpty()
 
     def positions(self) -> tuple[list[int] | None, dict[str, tuple[list[int], list[int]]]]:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
         or None; per table, the lowest and highest order keys merged now). Small: one row
-        per table."""
-        rows = (
-            self.transactions.groupBy("_table")
-            .agg(
-                F.min(F.when(F.col("_complete"), F.col("_key"))).alias("first"),
-                F.max(F.when(F.col("_complete"), F.col("_key"))).alias("last"),
-                F.min(F.when(~F.col("_complete"), F.col("_key"))).alias("held"),
-            )
-            .collect()
-        )
-        held = [tuple(r.held) for r in rows if r.held is not None]
-        done = [tuple(r.last) for r in rows if r.last is not None]
-        if held:
-            lowest = min(held)
-            below = [k for k in done if k < lowest]
-            upto = list(max(below)) if below else None
-        else:
-            upto = list(max(done)) if done else None
-        return upto, {r._table: (list(r.first), list(r.last)) for r in rows if r.first is not None}
+        per table, and two looks at the cached per-transaction frame."""
+        with_events = self.per_txn.where(F.col("_events"))
+        [[held]] = with_events.where(~F.col("_complete")).agg(F.min("_key")).collect()
+        done = with_events.where(F.col("_complete"))
+        if held is not None:
+            done = done.where(F.col("_key") < F.lit(held))
+        [[upto]] = done.agg(F.max("_key")).collect()
+        merged = {r._table: (list(r.first), list(r.last)) for r in self.per_table.collect()}
+        return (list(upto) if upto is not None else None), merged
+
+
+# A transaction numbers its events 1..N (`total_order`, N its END's count): up to this N,
+# which of them are in hand is one bit each of a long, OR-ed together.
+MASKED = 63
 
 
 def split_complete(parsed: DataFrame, prefix: str) -> Split:
@@ -67,10 +64,13 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     held with their events. Records without a transaction (tombstones, events without
     transaction metadata) and standalone changes pass.
 
-    The events in hand (distinct by table and total_order) are compared with each END's
-    per-table counts after one shuffle of a few narrow columns by transaction id; only the
-    incomplete transactions — usually none or the last few — are joined back to the
-    records."""
+    A transaction is complete when its END is in hand with every event it numbers: each
+    event's `total_order` (1..N across the transaction's tables, release records
+    included; N is the sum of the END's per-table counts) sets its bit, so an event
+    delivered twice counts once and one aggregation by transaction, partly done before
+    the shuffle, decides. Transactions of more than MASKED events, when a batch has any,
+    are counted exactly on their own events. Only the incomplete transactions — usually
+    none or the last few — are joined back to the records."""
     txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
     is_txn = F.col("topic") == txn_topic
     table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
@@ -90,60 +90,74 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         F.when(is_txn, F.col("p_status")).alias("_status"),
     )
     is_end = is_txn & (F.col("_status") == "END")
-    # One row per event (its table and total_order) and per table an END counts (with a
-    # row of no table for an END that counts none), shuffled once by transaction: every
-    # aggregation below stays within its partition.
-    counts = F.explode_outer(F.when(is_end, F.col("p_data_collections")))
-    marks = (
-        tagged.where(is_event | is_end)
-        .select(
-            "_txn",
-            F.when(is_event, table).alias("_table"),
-            F.col("p_total_order").alias("_order"),
-            F.col("p_epoch").alias("_epoch"),
-            F.col("p_rank").alias("_rank"),
-            is_end.alias("_end"),
-            standalone.alias("_alone"),
-            counts.alias("_c"),
-        )
-        .select(
-            "_txn",
-            F.coalesce(F.col("_table"), F.col("_c.data_collection")).alias("_table"),
-            F.when(~F.col("_end"), F.col("_order")).alias("_order"),
-            "_epoch",
-            "_rank",
-            F.col("_c.event_count").alias("_expected"),
-            "_end",
-            "_alone",
-        )
-        .repartition("_txn")
+    order = F.col("p_total_order")
+    bit = F.when(order.between(1, MASKED), F.expr("shiftleft(1L, cast(p_total_order - 1 AS INT))"))
+    none = F.lit(0).cast("long")
+    numbered = F.coalesce(
+        F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none
     )
-    enough = F.col("_expected").isNull() | (F.col("_n") >= F.col("_expected"))
-    per_txn = (
-        marks.dropDuplicates(["_txn", "_table", "_order", "_end"])  # an event delivered twice counts once
-        .groupBy("_txn", "_table")
-        .agg(
-            F.count("_order").alias("_n"),
-            F.max("_expected").alias("_expected"),
-            (F.max("_end") | F.max("_alone")).alias("_ended"),
-            F.min("_epoch").alias("_epoch"),
-            F.min("_rank").alias("_rank"),
-        )
+    counted = (
+        tagged.where(is_event | is_end)
         .groupBy("_txn")
         .agg(
-            (F.max("_ended") & F.bool_and(enough)).alias("_complete"),
-            F.array(F.min("_epoch"), F.min("_rank")).alias("_key"),
-            F.collect_set(F.when(F.col("_n") > 0, F.col("_table"))).alias("_tables"),
+            F.bit_or(F.when(is_event, bit)).alias("_seen"),
+            F.max(F.when(is_end, numbered)).alias("_count"),
+            F.max(is_end).alias("_end"),
+            F.max(standalone).alias("_alone"),
+            F.min("p_epoch").alias("_epoch"),
+            F.min("p_rank").alias("_rank"),
+            F.max(is_event).alias("_events"),
         )
         .persist()
     )
+    # the low `_count` bits set (a shift, not 2^N - 1: no overflow at N = 63)
+    full = F.when(F.col("_count") == 0, none).otherwise(
+        F.expr("shiftrightunsigned(-1L, cast(64 - _count AS INT))")
+    )
+    in_hand = F.coalesce(F.col("_seen"), none).bitwiseAND(full) == full
+    kept = [counted]
+    exact = _exact_counts(tagged.where(is_event), counted)
+    if exact is not None:
+        counted = counted.join(F.broadcast(exact), "_txn", "left")
+        in_hand = F.when(
+            F.col("_count") > MASKED, F.coalesce(F.col("_distinct") >= F.col("_count"), F.lit(False))
+        ).otherwise(in_hand)
+    per_txn = counted.select(
+        "_txn",
+        (F.col("_alone") | (F.col("_end") & in_hand)).alias("_complete"),
+        F.array(F.col("_epoch"), F.col("_rank")).alias("_key"),
+        "_events",
+    ).persist()
     incomplete = per_txn.where(~F.col("_complete")).select("_txn", F.lit(True).alias("_held"))
     flagged = tagged.join(F.broadcast(incomplete), "_txn", "left")
     passes = F.col("_held").isNull() & F.col("_status").isNull()
     now = flagged.where(passes).drop("_txn", "_status", "_held")
     held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")
-    transactions = per_txn.select("_txn", F.explode("_tables").alias("_table"), "_key", "_complete")
-    return Split(now, held, transactions, per_txn)
+    # Every event carries its transaction's order key (epoch, rank).
+    key = F.array(F.col("p_epoch"), F.col("p_rank"))
+    per_table = (
+        flagged.where(passes & is_event)
+        .groupBy(table.alias("_table"))
+        .agg(F.min(key).alias("first"), F.max(key).alias("last"))
+    )
+    return Split(now, held, per_txn, per_table, (*kept, per_txn))
+
+
+def _exact_counts(events: DataFrame, counted: DataFrame) -> DataFrame | None:
+    """Distinct events in hand (`_distinct`) of each transaction numbering more than
+    MASKED, or None when the batch has none (a look at the small per-transaction frame)."""
+    large = counted.where(F.col("_count") > MASKED).select("_txn", "_count")
+    if large.isEmpty():
+        return None
+    order = F.col("p_total_order")
+    return (
+        events.join(F.broadcast(large), "_txn")
+        .where(order.between(F.lit(1), F.col("_count")))
+        .select("_txn", order.alias("_order"))
+        .distinct()
+        .groupBy("_txn")
+        .agg(F.count("*").alias("_distinct"))
+    )
 
 
 class PendingStore:

@@ -329,6 +329,42 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path, for
     assert position == (0, 9) and frames[path].where("NOT _cdc_deleted").count() == 3
 
 
+def test_an_event_delivered_twice_never_stands_in_for_a_missing_one(spark, tmp_path):
+    """Completeness counts distinct events (by total_order): a repeated event with another
+    missing holds the transaction back, in a small transaction (one bit per event) and in
+    one of more events than those bits cover (counted exactly)."""
+    from spark_jobs.delta_merge import apply_aligned
+    from spark_jobs.merge.delta_apply import table_exists
+    from spark_jobs.merge.transactions import MASKED, PendingStore
+    from tests.support.events import transaction
+
+    pending = PendingStore(spark, str(tmp_path / "held"))
+    large = MASKED + 7
+
+    def aligned(batch_id, records):
+        given = in_form(spark, records, "json", tmp_path / "forms")
+        apply_aligned(
+            spark, root=str(tmp_path), prefix="tm", reached={}, pending=pending, batch_id=batch_id, **given
+        )
+
+    def inserts(rank, orders):
+        return [event("c", (0, rank, n), after=row(rank * 1000 + n, f"r{rank}")) for n in orders]
+
+    # Transaction 1 (3 events): event 2 twice, event 3 missing. Transaction 2 (MASKED + 7
+    # events): event 5 twice, the last one missing. Both ENDs are in hand.
+    aligned(
+        1,
+        [transaction("BEGIN", 1), *inserts(1, [1, 2, 2]), transaction("END", 1, {"shop.accounts": 3})]
+        + [transaction("BEGIN", 2), *inserts(2, [5, *range(1, large)])]
+        + [transaction("END", 2, {"shop.accounts": large})],
+    )
+    assert not table_exists(spark, f"{tmp_path}/shop.accounts")
+    aligned(2, [*inserts(1, [3]), *inserts(2, [large])])  # the missing ones arrive
+    landed = live(spark, tmp_path)
+    assert len(landed) == 3 + large
+    assert {r[0] // 1000 for r in landed} == {1, 2}
+
+
 def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, tmp_path, form):
     """A change in no transaction (MongoDB's single-document writes: a null id, no
     BEGIN/END) is complete by itself, also while a transaction around it is held."""

@@ -116,7 +116,7 @@ def apply_aligned(
             )
             started = time.monotonic()
             held = split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
-            pending.write(batch_id, None if split.holds_nothing() else held)
+            pending.write(batch_id, None if split.complete else held)
             _phase("hold", started, "batch %d: incomplete transactions held back", batch_id)
             return touched
         finally:

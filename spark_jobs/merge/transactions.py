@@ -29,15 +29,11 @@ class Split:
     per_txn: DataFrame  # per transaction: `_txn, _complete, _key, _events`, cached
     per_table: DataFrame  # per table: `_table, first, last`, the order keys it merges now
     kept: tuple[DataFrame, ...]  # the small frames cached until `release`
+    complete: bool  # every transaction in hand is complete: nothing is held
 
     def release(self) -> None:
         for frame in self.kept:
             frame.unpersist()
-
-    def holds_nothing(self) -> bool:
-        """Whether every transaction in hand is complete (a look at the small cached
-        per-transaction frame, not at the records)."""
-        return self.per_txn.where(~F.col("_complete")).isEmpty()
 
     def positions(self) -> tuple[list[int] | None, dict[str, tuple[list[int], list[int]]]]:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
@@ -129,7 +125,11 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         "_events",
     ).persist()
     incomplete = per_txn.where(~F.col("_complete")).select("_txn", F.lit(True).alias("_held"))
-    flagged = tagged.join(F.broadcast(incomplete), "_txn", "left")
+    nothing_held = incomplete.isEmpty()
+    if nothing_held:  # the usual case: no join, every record passes but BEGIN/END
+        flagged = tagged.withColumn("_held", F.lit(None).cast("boolean"))
+    else:
+        flagged = tagged.join(F.broadcast(incomplete), "_txn", "left")
     passes = F.col("_held").isNull() & F.col("_status").isNull()
     now = flagged.where(passes).drop("_txn", "_status", "_held")
     held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")
@@ -140,7 +140,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         .groupBy(table.alias("_table"))
         .agg(F.min(key).alias("first"), F.max(key).alias("last"))
     )
-    return Split(now, held, per_txn, per_table, (*kept, per_txn))
+    return Split(now, held, per_txn, per_table, (*kept, per_txn), nothing_held)
 
 
 def _exact_counts(events: DataFrame, counted: DataFrame) -> DataFrame | None:

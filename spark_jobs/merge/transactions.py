@@ -92,7 +92,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     numbered = F.coalesce(
         F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none
     )
-    counted = (
+    totals = (
         tagged.where(is_event | is_end)
         .groupBy("_txn")
         .agg(
@@ -111,10 +111,10 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         F.expr("shiftrightunsigned(-1L, cast(64 - _count AS INT))")
     )
     in_hand = F.coalesce(F.col("_seen"), none).bitwiseAND(full) == full
-    kept = [counted]
-    exact = _exact_counts(tagged.where(is_event), counted)
+    counted = totals
+    exact = _exact_counts(tagged.where(is_event), totals)
     if exact is not None:
-        counted = counted.join(F.broadcast(exact), "_txn", "left")
+        counted = totals.join(F.broadcast(exact), "_txn", "left")
         in_hand = F.when(
             F.col("_count") > MASKED, F.coalesce(F.col("_distinct") >= F.col("_count"), F.lit(False))
         ).otherwise(in_hand)
@@ -140,13 +140,13 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         .groupBy(table.alias("_table"))
         .agg(F.min(key).alias("first"), F.max(key).alias("last"))
     )
-    return Split(now, held, per_txn, per_table, (*kept, per_txn), nothing_held)
+    return Split(now, held, per_txn, per_table, (totals, per_txn), nothing_held)
 
 
-def _exact_counts(events: DataFrame, counted: DataFrame) -> DataFrame | None:
+def _exact_counts(events: DataFrame, totals: DataFrame) -> DataFrame | None:
     """Distinct events in hand (`_distinct`) of each transaction numbering more than
     MASKED, or None when the batch has none (a look at the small per-transaction frame)."""
-    large = counted.where(F.col("_count") > MASKED).select("_txn", "_count")
+    large = totals.where(F.col("_count") > MASKED).select("_txn", "_count")
     if large.isEmpty():
         return None
     order = F.col("p_total_order")

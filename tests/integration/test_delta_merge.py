@@ -43,6 +43,14 @@ def live(spark, root):
     return sorted((r.id, r.name) for r in live_rows(spark, f"{root}/shop.accounts").collect())
 
 
+def merge_aligned(spark, root, pending, form, batch_id, records):
+    """`apply_aligned` on `records` in `form`, as batch `batch_id` of a merge into `root`."""
+    from spark_jobs.delta_merge import apply_aligned
+
+    given = in_form(spark, records, form, root / "forms")
+    apply_aligned(spark, root=str(root), prefix="tm", reached={}, pending=pending, batch_id=batch_id, **given)
+
+
 def test_rows_land_with_their_source_types(spark, tmp_path, form):
     merge_as(form, spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "ann", cents=-12345))])
     stored = spark.read.format("delta").load(f"{tmp_path}/shop.accounts").collect()[0]
@@ -281,7 +289,6 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path, for
 
     from delta.tables import DeltaTable
 
-    from spark_jobs.delta_merge import apply_aligned
     from spark_jobs.merge.delta_apply import table_exists
     from spark_jobs.merge.positions import read_at_common_position
     from spark_jobs.merge.transactions import PendingStore
@@ -290,10 +297,7 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path, for
     pending = PendingStore(spark, str(tmp_path / "held"))
 
     def aligned(batch_id, records):
-        given = in_form(spark, records, form, tmp_path / "forms")
-        apply_aligned(
-            spark, root=str(tmp_path), prefix="tm", reached={}, pending=pending, batch_id=batch_id, **given
-        )
+        merge_aligned(spark, tmp_path, pending, form, batch_id, records)
 
     table = {"shop.accounts": 3}
     # Transaction 7 (three rows) is cut by the batch boundary: nothing of it lands.
@@ -333,7 +337,6 @@ def test_an_event_delivered_twice_never_stands_in_for_a_missing_one(spark, tmp_p
     """Completeness counts distinct events (by total_order): a repeated event with another
     missing holds the transaction back, in a small transaction (one bit per event) and in
     one of more events than those bits cover (counted exactly)."""
-    from spark_jobs.delta_merge import apply_aligned
     from spark_jobs.merge.delta_apply import table_exists
     from spark_jobs.merge.transactions import MASKED, PendingStore
     from tests.support.events import transaction
@@ -342,10 +345,7 @@ def test_an_event_delivered_twice_never_stands_in_for_a_missing_one(spark, tmp_p
     large = MASKED + 7
 
     def aligned(batch_id, records):
-        given = in_form(spark, records, "json", tmp_path / "forms")
-        apply_aligned(
-            spark, root=str(tmp_path), prefix="tm", reached={}, pending=pending, batch_id=batch_id, **given
-        )
+        merge_aligned(spark, tmp_path, pending, "json", batch_id, records)
 
     def inserts(rank, orders):
         return [event("c", (0, rank, n), after=row(rank * 1000 + n, f"r{rank}")) for n in orders]
@@ -372,17 +372,13 @@ def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, t
 
     from delta.tables import DeltaTable
 
-    from spark_jobs.delta_merge import apply_aligned
     from spark_jobs.merge.transactions import PendingStore
     from tests.support.events import transaction
 
     pending = PendingStore(spark, str(tmp_path / "held"))
 
     def aligned(batch_id, records):
-        given = in_form(spark, records, form, tmp_path / "forms")
-        apply_aligned(
-            spark, root=str(tmp_path), prefix="tm", reached={}, pending=pending, batch_id=batch_id, **given
-        )
+        merge_aligned(spark, tmp_path, pending, form, batch_id, records)
 
     aligned(
         1,

@@ -39,11 +39,12 @@ def stop(api: AirflowAPI, config: ConnectorConfig, timeout: float = 180) -> None
     wait(lambda: running_pid(config) is None, timeout, f"the {config.name} streamer to stop")
 
 
-def start(api: AirflowAPI, config: ConnectorConfig, timeout: float = 300, scheduled_wait: float = 20) -> str:
+def start(api: AirflowAPI, config: ConnectorConfig, timeout: float = 300, scheduled_wait: float = 5) -> str:
     """Unpause the streamer DAG and return the run whose `stream` task runs the streamer,
     once the streamer reports running. Unpausing makes the scheduler start the latest
-    interval's run; only if none comes within `scheduled_wait` (that interval ran
-    already, say in an earlier demo) is a run triggered, and one triggered but left
+    interval's run, usually within a second or two; if none comes within
+    `scheduled_wait` (that interval ran already, say in an earlier demo, or the scheduler
+    is slow to see the DAG unpaused) a run is triggered, and one triggered but left
     queued behind a scheduled run (the DAG runs one at a time) is deleted, not left behind."""
     dag_id = stream_dag(config)
     if not scheduled_run_due(api, dag_id):

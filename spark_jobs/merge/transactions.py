@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_jobs.hadoop_files import delete_tree, exists, subfolders, write_text
@@ -26,8 +26,8 @@ from spark_jobs.merge.records import RECORDS
 class Split:
     now: DataFrame  # parsed records of complete transactions, and records without one
     held: DataFrame  # parsed records of incomplete transactions (with their BEGIN/END)
-    per_txn: DataFrame  # per transaction: `_txn, _complete, _key, _events`, cached
     per_table: DataFrame  # per table: `_table, first, last`, the order keys it merges now
+    upto: list[int] | None  # the order key up to which every transaction in hand merges now
     kept: tuple[DataFrame, ...]  # the small frames cached until `release`
     complete: bool  # every transaction in hand is complete: nothing is held
 
@@ -38,20 +38,15 @@ class Split:
     def positions(self) -> tuple[list[int] | None, dict[str, tuple[list[int], list[int]]]]:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
         or None; per table, the lowest and highest order keys merged now). Small: one row
-        per table, and two looks at the cached per-transaction frame."""
-        with_events = self.per_txn.where(F.col("_events"))
-        [[held]] = with_events.where(~F.col("_complete")).agg(F.min("_key")).collect()
-        done = with_events.where(F.col("_complete"))
-        if held is not None:
-            done = done.where(F.col("_key") < F.lit(held))
-        [[upto]] = done.agg(F.max("_key")).collect()
+        per table of the cached per-transaction frame."""
         merged = {r._table: (list(r.first), list(r.last)) for r in self.per_table.collect()}
-        return (list(upto) if upto is not None else None), merged
+        return self.upto, merged
 
 
-# A transaction numbers its events 1..N (`total_order`, N its END's count): up to this N,
-# which of them are in hand is one bit each of a long, OR-ed together.
-MASKED = 63
+# A transaction numbers its events 1..N (`total_order`, N its END's count). Which of
+# them are in hand is kept as bits of longs, BLOCK numbers to a long: event n sets bit
+# (n - 1) % BLOCK of block (n - 1) // BLOCK, OR-ed together.
+BLOCK = 64
 
 
 def split_complete(parsed: DataFrame, prefix: str) -> Split:
@@ -63,10 +58,11 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     A transaction is complete when its END is in hand with every event it numbers: each
     event's `total_order` (1..N across the transaction's tables, release records
     included; N is the sum of the END's per-table counts) sets its bit, so an event
-    delivered twice counts once and one aggregation by transaction, partly done before
-    the shuffle, decides. Transactions of more than MASKED events, when a batch has any,
-    are counted exactly on their own events. Only the incomplete transactions — usually
-    none or the last few — are joined back to the records."""
+    delivered twice counts once, whatever the transaction's size. One aggregation by
+    transaction, table and block of numbers, partly done before the shuffle, is the only
+    pass over the batch: whether each transaction is complete, the order keys each table
+    merges and the batch's figures all come from its small result. Only the incomplete
+    transactions — usually none or the last few — are joined back to the records."""
     txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
     is_txn = F.col("topic") == txn_topic
     table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
@@ -86,77 +82,120 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         F.when(is_txn, F.col("p_status")).alias("_status"),
     )
     is_end = is_txn & (F.col("_status") == "END")
-    order = F.col("p_total_order")
-    bit = F.when(order.between(1, MASKED), F.expr("shiftleft(1L, cast(p_total_order - 1 AS INT))"))
+    numbered = is_event & (F.col("p_total_order") >= 1)
+    bit = F.expr(f"shiftleft(1L, cast((p_total_order - 1) % {BLOCK} AS INT))")
     none = F.lit(0).cast("long")
-    numbered = F.coalesce(
-        F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none
-    )
-    totals = (
+    count = F.coalesce(F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none)
+    # Every event carries its transaction's order key (epoch, rank).
+    key = F.array(F.col("p_epoch"), F.col("p_rank"))
+    by_table = (
         tagged.where(is_event | is_end)
-        .groupBy("_txn")
+        .groupBy(
+            "_txn",
+            F.when(is_event, table).alias("_table"),
+            F.when(numbered, F.floor((F.col("p_total_order") - 1) / BLOCK)).alias("_block"),
+        )
         .agg(
-            F.bit_or(F.when(is_event, bit)).alias("_seen"),
-            F.max(F.when(is_end, numbered)).alias("_count"),
+            F.bit_or(F.when(numbered, bit)).alias("_seen"),
+            F.max(F.when(is_end, count)).alias("_count"),
             F.max(is_end).alias("_end"),
             F.max(standalone).alias("_alone"),
             F.min("p_epoch").alias("_epoch"),
             F.min("p_rank").alias("_rank"),
             F.max(is_event).alias("_events"),
+            F.min(F.when(is_event, key)).alias("first"),
+            F.max(F.when(is_event, key)).alias("last"),
         )
         .persist()
     )
-    # the low `_count` bits set (a shift, not 2^N - 1: no overflow at N = 63)
-    full = F.when(F.col("_count") == 0, none).otherwise(
-        F.expr("shiftrightunsigned(-1L, cast(64 - _count AS INT))")
-    )
-    in_hand = F.coalesce(F.col("_seen"), none).bitwiseAND(full) == full
-    counted = totals
-    exact = _exact_counts(tagged.where(is_event), totals)
-    if exact is not None:
-        counted = totals.join(F.broadcast(exact), "_txn", "left")
-        in_hand = F.when(
-            F.col("_count") > MASKED, F.coalesce(F.col("_distinct") >= F.col("_count"), F.lit(False))
-        ).otherwise(in_hand)
-    per_txn = counted.select(
-        "_txn",
-        (F.col("_alone") | (F.col("_end") & in_hand)).alias("_complete"),
-        F.array(F.col("_epoch"), F.col("_rank")).alias("_key"),
-        "_events",
-    ).persist()
-    incomplete = per_txn.where(~F.col("_complete")).select("_txn", F.lit(True).alias("_held"))
-    nothing_held = incomplete.isEmpty()
-    if nothing_held:  # the usual case: no join, every record passes but BEGIN/END
+    per_txn = _per_transaction(by_table).persist()
+    figures = _figures(per_txn)
+    if not figures.incomplete:  # the usual case: no join, every record passes but BEGIN/END
         flagged = tagged.withColumn("_held", F.lit(None).cast("boolean"))
+        merged_tables = by_table
     else:
+        incomplete = per_txn.where(~F.col("_complete")).select("_txn", F.lit(True).alias("_held"))
         flagged = tagged.join(F.broadcast(incomplete), "_txn", "left")
+        merged_tables = by_table.join(incomplete, "_txn", "left_anti")
     passes = F.col("_held").isNull() & F.col("_status").isNull()
     now = flagged.where(passes).drop("_txn", "_status", "_held")
     held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")
-    # Every event carries its transaction's order key (epoch, rank).
-    key = F.array(F.col("p_epoch"), F.col("p_rank"))
     per_table = (
-        flagged.where(passes & is_event)
-        .groupBy(table.alias("_table"))
-        .agg(F.min(key).alias("first"), F.max(key).alias("last"))
+        merged_tables.where(F.col("_table").isNotNull() & F.col("_events"))
+        .groupBy("_table")
+        .agg(F.min("first").alias("first"), F.max("last").alias("last"))
     )
-    return Split(now, held, per_txn, per_table, (totals, per_txn), nothing_held)
+    upto = figures.upto(per_txn)
+    return Split(now, held, per_table, upto, (by_table, per_txn), not figures.incomplete)
 
 
-def _exact_counts(events: DataFrame, totals: DataFrame) -> DataFrame | None:
-    """Distinct events in hand (`_distinct`) of each transaction numbering more than
-    MASKED, or None when the batch has none (a look at the small per-transaction frame)."""
-    large = totals.where(F.col("_count") > MASKED).select("_txn", "_count")
-    if large.isEmpty():
-        return None
-    order = F.col("p_total_order")
-    return (
-        events.join(F.broadcast(large), "_txn")
-        .where(order.between(F.lit(1), F.col("_count")))
-        .select("_txn", order.alias("_order"))
-        .distinct()
-        .groupBy("_txn")
-        .agg(F.count("*").alias("_distinct"))
+def _per_transaction(by_table: DataFrame) -> DataFrame:
+    """Per transaction: `_txn, _complete, _key` (its order key) and `_events`. A block's
+    numbers beyond the END's count do not count: the low bits up to it, by a shift (a
+    shift by 64 would be one by 0)."""
+    blocks = by_table.groupBy("_txn", "_block").agg(F.bit_or("_seen").alias("_seen"), *_carried())
+    total = F.max("_count").over(Window.partitionBy("_txn"))
+    numbers = F.least(F.greatest(total - F.col("_block") * BLOCK, F.lit(0)), F.lit(BLOCK))
+    valid = F.when(F.col("_numbers") == 0, F.lit(0).cast("long")).otherwise(
+        F.expr("shiftrightunsigned(-1L, cast(64 - _numbers AS INT))")
+    )
+    seen = F.coalesce(F.col("_seen"), F.lit(0).cast("long"))
+    counted = blocks.withColumn("_numbers", numbers).withColumn("_have", F.bit_count(seen.bitwiseAND(valid)))
+    totals = counted.groupBy("_txn").agg(F.sum("_have").alias("_have"), *_carried())
+    return totals.select(
+        "_txn",
+        (F.col("_alone") | (F.col("_end") & (F.col("_have") == F.col("_count")))).alias("_complete"),
+        F.array(F.col("_epoch"), F.col("_rank")).alias("_key"),
+        "_events",
+    )
+
+
+# What a transaction's rows carry up to the transaction, and how they combine.
+_CARRIED = (
+    ("_count", F.max),
+    ("_end", F.max),
+    ("_alone", F.max),
+    ("_epoch", F.min),
+    ("_rank", F.min),
+    ("_events", F.max),
+)
+
+
+def _carried() -> list[Column]:
+    return [combine(name).alias(name) for name, combine in _CARRIED]
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """What the merge needs to know of the transactions in hand, in one look: whether any
+    is incomplete (an END whose events are all still to come is one), the order key of
+    the first incomplete one with events and the highest of the complete ones."""
+
+    incomplete: bool
+    held: list[int] | None
+    done: list[int] | None
+
+    def upto(self, per_txn: DataFrame) -> list[int] | None:
+        """The order key up to which every transaction in hand is merged: the highest
+        complete one, below the first held one when one is held."""
+        if self.held is None:
+            return self.done
+        complete = per_txn.where(F.col("_events") & F.col("_complete") & (F.col("_key") < F.lit(self.held)))
+        [[upto]] = complete.agg(F.max("_key")).collect()
+        return list(upto) if upto is not None else None
+
+
+def _figures(per_txn: DataFrame) -> _Figures:
+    with_events = F.col("_events")
+    [row] = per_txn.agg(
+        F.max(~F.col("_complete")).alias("incomplete"),
+        F.min(F.when(with_events & ~F.col("_complete"), F.col("_key"))).alias("held"),
+        F.max(F.when(with_events & F.col("_complete"), F.col("_key"))).alias("done"),
+    ).collect()
+    return _Figures(
+        bool(row.incomplete),
+        list(row.held) if row.held is not None else None,
+        list(row.done) if row.done is not None else None,
     )
 
 

@@ -335,14 +335,14 @@ def test_a_batch_never_commits_part_of_a_source_transaction(spark, tmp_path, for
 
 def test_an_event_delivered_twice_never_stands_in_for_a_missing_one(spark, tmp_path):
     """Completeness counts distinct events (by total_order): a repeated event with another
-    missing holds the transaction back, in a small transaction (one bit per event) and in
-    one of more events than those bits cover (counted exactly)."""
+    missing holds the transaction back, in a small transaction (its events' bits in one
+    long) and in one whose events' bits span two, the repeat in one, the gap in the other."""
     from spark_jobs.merge.delta_apply import table_exists
-    from spark_jobs.merge.transactions import MASKED, PendingStore
+    from spark_jobs.merge.transactions import BLOCK, PendingStore
     from tests.support.events import transaction
 
     pending = PendingStore(spark, str(tmp_path / "held"))
-    large = MASKED + 7
+    large = BLOCK + 7
 
     def aligned(batch_id, records):
         merge_aligned(spark, tmp_path, pending, "json", batch_id, records)
@@ -350,7 +350,7 @@ def test_an_event_delivered_twice_never_stands_in_for_a_missing_one(spark, tmp_p
     def inserts(rank, orders):
         return [event("c", (0, rank, n), after=row(rank * 1000 + n, f"r{rank}")) for n in orders]
 
-    # Transaction 1 (3 events): event 2 twice, event 3 missing. Transaction 2 (MASKED + 7
+    # Transaction 1 (3 events): event 2 twice, event 3 missing. Transaction 2 (BLOCK + 7
     # events): event 5 twice, the last one missing. Both ENDs are in hand.
     aligned(
         1,

@@ -189,6 +189,22 @@ def wait_for(predicate: Any, timeout: float, interval: float = 0.1, message: str
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def settled(value: Any, quiet: float = 1.0, timeout: float = 30, message: str = "the value to settle") -> Any:
+    """`value()` once it has not changed for `quiet` seconds: what a paused snapshot has
+    released when the windows begun before its pause are out, however late the stream is.
+    A value that keeps changing (a snapshot that goes on) fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last, since = value(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = value()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return last
+    raise AssertionError(f"timed out after {timeout}s: {message}")
+
+
 def read_raw(connector: Connector, topic: str) -> list[tuple[Any, Any, dict[str, bytes]]]:
     """(key, value, headers) of every record of a topic, as written (schema part included)."""
     from cdc_core.sinks.local_log import LocalEventLogReader

@@ -277,7 +277,7 @@ def run_local(
     The offsets are saved only after every table merged, so a crash repeats the batch,
     which the order-key guard makes harmless."""
     from cdc_core.pipeline.state import local_log_directory
-    from spark_jobs.local_log_source import read_local_log
+    from spark_jobs.local_log_source import reached_without_reading, read_local_log
 
     log_root = local_log_directory(config)
     prefix = config.topic_prefix
@@ -291,16 +291,17 @@ def run_local(
     state_file = Path(checkpoint) / "local-offsets.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {"batch": 0, "offsets": {}}
     done: dict[str, int] = state["offsets"]
+    reached = reached_without_reading(log_root, topics, done)
     records, typed = read_local_log(spark, log_root, topics, done)
     batch = records.persist()
     batch_id = int(state["batch"]) + 1
     try:
-        offsets = batch.select("topic", "offset")
-        for part in typed:
-            offsets = offsets.unionByName(part.frame.select(F.lit(part.topic).alias("topic"), "offset"))
-        reached = {
-            r.topic: r.offset for r in offsets.groupBy("topic").agg(F.max("offset").alias("offset")).collect()
-        }
+        if reached is None:  # JSON lines: the offsets they hold are known by reading them
+            offsets = batch.select("topic", "offset")
+            for part in typed:
+                offsets = offsets.unionByName(part.frame.select(F.lit(part.topic).alias("topic"), "offset"))
+            grouped = offsets.groupBy("topic").agg(F.max("offset").alias("offset"))
+            reached = {r.topic: r.offset for r in grouped.collect()}
         if not reached:
             return 0
         pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))

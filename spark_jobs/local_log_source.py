@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -26,6 +27,9 @@ from pyspark.sql import functions as F
 from cdc_core.events.envelope import SCHEMA_HEADER
 from spark_jobs.merge.records import document_envelope
 from spark_jobs.merge.typed_records import TypedPart, connect_json
+
+if TYPE_CHECKING:
+    from cdc_core.sinks.parquet_log import Segment
 
 _EMPTY = "topic STRING, offset LONG, key STRING, value STRING, headers MAP<STRING,STRING>, schema_ref STRING"
 
@@ -90,15 +94,38 @@ def _json_lines(spark: SparkSession, directory: Path, topic: str) -> list[DataFr
     ]
 
 
+def reached_without_reading(
+    root: str | Path, topics: Iterable[str], after: Mapping[str, int] | None = None
+) -> dict[str, int] | None:
+    """The last offset of each of `topics` that `read_local_log` reads (after `after`),
+    from the Parquet files' names, with no Spark job; None when a topic has JSON-lines
+    files, whose offsets only a scan of them tells."""
+    reached = {}
+    for topic in topics:
+        directory = Path(root) / topic
+        if next(directory.glob("*.log"), None) is not None:
+            return None
+        segments = _segments_after(directory, (after or {}).get(topic, -1))
+        if segments:
+            reached[topic] = max(s.last for s in segments)
+    return reached
+
+
+def _segments_after(directory: Path, done: int) -> list[Segment]:
+    """The Parquet files to read for the records after offset `done`."""
+    from cdc_core.sinks import parquet_log
+
+    return [s for s in parquet_log.covering(parquet_log.parquet_segments(directory)) if s.last > done]
+
+
 def _parquet(
     spark: SparkSession, directory: Path, topic: str, done: int, typed: bool
 ) -> tuple[list[DataFrame], list[TypedPart]]:
     from cdc_core.sinks import parquet_log, parquet_log_reader
 
     by_digest: dict[str, list[Path]] = {}
-    for segment in parquet_log.covering(parquet_log.parquet_segments(directory)):
-        if segment.last > done:
-            by_digest.setdefault(segment.digest, []).append(segment.path)
+    for segment in _segments_after(directory, done):
+        by_digest.setdefault(segment.digest, []).append(segment.path)
     texts, parts = [], []
     for paths in by_digest.values():
         meta = parquet_log_reader.log_format_metadata(paths[0])

@@ -291,6 +291,8 @@ def run_local(
     state_file = Path(checkpoint) / "local-offsets.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else {"batch": 0, "offsets": {}}
     done: dict[str, int] = state["offsets"]
+    # Listed before the files are read: a file written in between is then read but not
+    # counted as reached, and merged again next time (harmless), never the reverse.
     reached = reached_without_reading(log_root, topics, done)
     records, typed = read_local_log(spark, log_root, topics, done)
     batch = records.persist()

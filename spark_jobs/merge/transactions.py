@@ -38,7 +38,7 @@ class Split:
     def positions(self) -> tuple[list[int] | None, dict[str, tuple[list[int], list[int]]]]:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
         or None; per table, the lowest and highest order keys merged now). Small: one row
-        per table of the cached per-transaction frame."""
+        per table, from the cached per-transaction-and-table frame."""
         merged = {r._table: (list(r.first), list(r.last)) for r in self.per_table.collect()}
         return self.upto, merged
 

@@ -42,14 +42,6 @@ down:
 status:
 	@$(SERVICES) status
 
-# Every Spark job of the tests and the demo is short and small: most of a cold job's time
-# goes to the JIT's optimising compiler, and its first tier alone runs them about a fifth
-# faster (a cold session with three small MERGEs: 22-24 s, 18-19 s; an Airflow DAG test,
-# mostly waiting, gains nothing). Spark reads this for every driver it starts (pyspark and
-# spark-submit alike). `make bench` keeps the full JIT.
-LOCAL_SPARK_JIT := -XX:TieredStopAtLevel=1
-test demo: export SPARK_SUBMIT_OPTS ?= $(LOCAL_SPARK_JIT)
-
 # Unit tests need no service; integration and e2e tests use the real MariaDB and Kafka
 # (started here if not running, and stopped again afterwards if this run started them),
 # Spark in local mode with Delta, and Airflow with a migrated SQLite metadata database.

@@ -299,6 +299,9 @@ class Streamer:
                 stage.before_commit()  # the open windows' keys reach the disk before the offset
             self.offsets.commit(offset)
             self.committed = offset
+            source = getattr(self, "source", None)
+            if source is not None:
+                source.committed(offset)
             if stage is not None:
                 stage.after_commit(offset.get("snapshot"))
 

@@ -131,6 +131,41 @@ def test_kill_9_of_the_streamer_and_of_vtgate_loses_nothing_and_repeats_identica
     assert {b["id"] for b in ends} >= {e["transaction"]["id"] for e in events}
 
 
+def test_after_kill_9_what_was_handed_on_comes_back_in_the_same_shard_order(vitess, keyspace, tmp_path):
+    """A transaction's id is its VGTID, which holds the other shards' positions too, and
+    VStream interleaves the shards differently on every call: the repeats of a restart
+    keep the order the shards were first handed on in, so they are byte for byte the
+    first deliveries (a consumer waiting for a transaction's END would otherwise wait
+    forever for the first, cut delivery's)."""
+    low, high = ids_on(vitess, keyspace, "-80", 6), ids_on(vitess, keyspace, "80-", 6)
+    c = vitess_connector(vitess, tmp_path, keyspace)
+    with running_in_process(c) as streamer:  # a committed position before the writes
+        wait_for(lambda: streamer.committed is not None, 30, message="the first position")
+    c = vitess_connector(vitess, tmp_path, keyspace, {"offset.flush.interval.ms": 600_000})
+    topic = f"tm.{keyspace}.items"
+    proc = start_process(c)
+    try:
+        for n, (a, b) in enumerate(zip(low, high, strict=True)):  # -80, 80-, -80, ...: one at a time
+            insert(vitess, keyspace, [a])
+            wait_for(lambda n=n: len(read_log(c, topic)) == 2 * n + 1, 30, message="the -80 row")
+            insert(vitess, keyspace, [b])
+            wait_for(lambda n=n: len(read_log(c, topic)) == 2 * n + 2, 30, message="the 80- row")
+        proc.send_signal(signal.SIGKILL)  # nothing committed since the first position
+        proc.wait()
+        proc = start_process(c)
+        wait_for(lambda: len(read_log(c, topic)) >= 24, 60, message="the repeats")
+        time.sleep(1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    events = payloads(c, topic)
+    first, repeated = events[:12], events[12:]
+    assert [e["after"]["id"] for e in first] == [i for pair in zip(low, high, strict=True) for i in pair]
+    assert [identity(e) for e in repeated] == [identity(e) for e in first]
+    ends = [identity(b) for b in payloads(c, "tm.transaction") if b["status"] == "END"]
+    assert len(ends) == 24 and ends[12:] == ends[:12]
+
+
 def test_a_column_added_mid_stream_is_in_the_events_after_it_and_in_the_schema_change_topic(
     vitess, keyspace, tmp_path
 ):

@@ -73,6 +73,8 @@ def test_a_transaction_is_handed_on_whole_with_its_shards_order_key_and_exact_po
     assert (begin.epoch, begin.rank, begin.ts_ms) == (0, 8, 100_000)
     assert begin.id == a.vgtid.to_json()  # the transaction id is its VGTID, as Debezium's
     assert begin.restart == {"vgtid": START.to_json(), "epochs": {"-80": 0, "80-": 0}, "shard": "80-"}
+    # what `delivery_order` records before the items leave the source, once
+    assert a.take_groups() == [("80-", "MariaDB/0-12-8")] and a.take_groups() == []
     assert isinstance(created, SchemaChange) and created.kind == "create_table" and created.ddl is None
     assert created.tables[0].primary_key == ("id",)
     assert isinstance(insert, RowChange) and (insert.op, insert.after) == ("c", (1, "one"))

@@ -181,6 +181,9 @@ class MongoSource:
     def stop(self) -> None:
         self._stop.set()
 
+    def committed(self, offset: Mapping[str, Any]) -> None:
+        """Nothing is kept past the committed offset: the log itself repeats in order."""
+
     def close(self) -> None:
         self.stop()
         if self.client is not None:

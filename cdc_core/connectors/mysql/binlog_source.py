@@ -186,6 +186,9 @@ class BinlogSource:
     def stop(self) -> None:
         self._stopping = True
 
+    def committed(self, offset: Mapping[str, Any]) -> None:
+        """Nothing is kept past the committed offset: the log itself repeats in order."""
+
     def close(self) -> None:
         if self._decoder is not None:
             self._decoder.close()

@@ -96,6 +96,9 @@ class EventAssembler:
         self.journal: Any = None  # the last reshard journal seen (stop_on_reshard)
         self.copy_completed = False
         self.copy = copy  # while the copy phase runs: what it has still to start
+        # (shard, its position after) of each position-moving group handed on since the
+        # last `take_groups`: what `delivery_order` records before the items leave
+        self.groups: list[tuple[str, str]] = []
 
     # ------------------------------------------------------------------ positions
 
@@ -114,6 +117,15 @@ class EventAssembler:
         if copy is not None:
             position["copy"] = copy.to_json()
         return position
+
+    def take_groups(self) -> list[tuple[str, str]]:
+        groups, self.groups = self.groups, []
+        return groups
+
+    def _moved(self, shard: str) -> None:
+        entry = self.vgtid.shard(shard)
+        if entry is not None and is_real(entry.gtid):
+            self.groups.append((shard, entry.gtid))
 
     def request(self, vgtid: Vgtid) -> Vgtid:
         """The VGTID to ask VStream for: `vgtid`, plus the tables the copy phase has still
@@ -251,6 +263,7 @@ class EventAssembler:
             # streaming on from a shard that no longer serves.
             after = after.with_shard(before_entry)
         self.vgtid, self._latest = after, None
+        self._moved(shard)
         ts_ms = event.timestamp * 1000 if event.timestamp else int(time.time() * 1000)
         copy = event.timestamp == 0  # a copy-phase batch (VTGate stamps binlog transactions)
         vgtid_text = after.to_json()
@@ -271,6 +284,7 @@ class EventAssembler:
     def _ddl(self, event: Any) -> list[LogItem]:
         self.vgtid = self._latest or self.vgtid
         self._latest = None
+        self._moved(event.shard)
         statement = event.statement
         kind = (_KIND.match(statement).group(1).lower() + "_table") if _KIND.match(statement) else "other"
         dropped = _DROP.match(statement)
@@ -299,6 +313,7 @@ class EventAssembler:
     def _advance(self, event: Any) -> list[LogItem]:
         self.vgtid = self._latest or self.vgtid
         self._latest = None
+        self._moved(event.shard)
         ts_ms = event.timestamp * 1000 if event.timestamp else int(time.time() * 1000)
         return [PositionAdvance(self.position(), ts_ms)]
 

@@ -5,24 +5,30 @@ It starts from the committed VGTID, or without one from VTGate's copy phase
 default: VTGate resolves each shard's position and sends it first). Every offset is a
 VGTID with each shard's epoch (`events.EventAssembler`).
 
-Exactly once after a crash inside a transaction: the pipeline resumes at the
-transaction's start and suppresses the rows already delivered, which needs that
-transaction to come first and whole. A keyspace's shards interleave in any order, so the
-restart reads the transaction's own shard alone up to its COMMIT (VStream of that one
-shard, from the restart VGTID), and only then the whole keyspace from the VGTID after
-it. Nothing is lost or repeated, and every event keeps its order key.
+After a crash, everything handed on after the committed offset is read again, and must
+come back as it went out: the pipeline suppresses the rows of a cut transaction that were
+acknowledged, which needs that transaction first and whole, and a transaction's id is its
+VGTID, which depends on how VTGate interleaved the shards. VStream interleaves them
+differently on every call, so the order the groups were handed on in is recorded
+(`delivery_order`), and a restart replays the groups past the committed VGTID in that
+order, each from a VStream of its shard alone, before it streams the whole keyspace from
+the VGTID after them. Without a record reaching back that far (a state directory from
+before it), a restart inside a transaction still reads that transaction's shard alone up
+to its COMMIT first. Nothing is lost, and every repeat is identical to its first delivery.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.vitess import source_info
 from cdc_core.connectors.vitess.copy_progress import CopyProgress
+from cdc_core.connectors.vitess.delivery_order import DeliveryOrder, Entry
 from cdc_core.connectors.vitess.events import EventAssembler
 from cdc_core.connectors.vitess.positions import COPY, CURRENT
 from cdc_core.connectors.vitess.session import VitessSession
@@ -77,6 +83,8 @@ class VitessSource:
         self._channel: Any = None
         self._call: VStreamCall | None = None
         self._first_shard: str | None = None  # a restart inside this shard's transaction
+        self.order = DeliveryOrder(config.state_directory() / "vitess_delivery_order.jsonl")
+        self._replay: list[Entry] = []  # groups handed on past the committed offset, in order
         self._stop = threading.Event()
 
     def type_mapper(self) -> VitessTypeMapper:
@@ -98,9 +106,12 @@ class VitessSource:
                 self._first_shard = position["shard"]
             schema_seq = int(offset.get("schema_seq", 0))
             copy = CopyProgress.from_json(position.get("copy"))
+            # (inside the copy phase a restart copies again: no order to keep)
+            self._replay = self.order.start(None if vgtid.copying() else _positions(vgtid))
         else:
             vgtid, epochs, schema_seq = self._start_vgtid(), {}, 0
             copy = CopyProgress(tuple(sorted(t.table for t in tables))) if vgtid.copying() else None
+            self.order.start(None)
         self._channel = open_channel(self.settings)
         type_names = pb.query.Type.Name
         self.assembler = EventAssembler(
@@ -141,7 +152,10 @@ class VitessSource:
 
     def read(self) -> Iterator[list[LogItem]]:
         assert self.assembler is not None, "open() first"
-        if self._first_shard is not None:
+        if self._replay:
+            entries, self._replay, self._first_shard = self._replay, [], None
+            yield from self._replayed(entries)
+        elif self._first_shard is not None:
             shard, self._first_shard = self._first_shard, None
             log.info("resuming inside a transaction of shard %s: reading it alone first", shard)
             yield from self._stream(self.assembler.request(self.assembler.vgtid.only(shard)), partial=True)
@@ -160,7 +174,7 @@ class VitessSource:
                 response = call.next(timeout=1.0)
                 while response is not None:
                     if response is ENDED:
-                        yield batch
+                        yield self._recorded(batch)
                         self._ended()
                     done = False
                     for event in response.events:
@@ -169,18 +183,87 @@ class VitessSource:
                     if self.settings.stop_on_reshard and self.assembler.at_reshard:
                         # VTGate ends only the resharded shard's stream (the others go on):
                         # the journal itself is where the streamer stops.
-                        yield batch
+                        yield self._recorded(batch)
                         self._ended()
                     if done:
-                        yield batch
+                        yield self._recorded(batch)
                         return
                     if len(batch) >= self.batch_size:
                         break
                     response = call.next(timeout=0)
-                yield batch
+                yield self._recorded(batch)
         finally:
             call.cancel()
             self._call = None
+
+    def _recorded(self, batch: list[LogItem]) -> list[LogItem]:
+        """`batch`, once the order of its groups is on disk (`delivery_order`)."""
+        assert self.assembler is not None
+        self.order.record(self.assembler.take_groups())
+        return batch
+
+    def _replayed(self, entries: list[Entry]) -> Iterator[list[LogItem]]:
+        """The groups handed on past the committed offset, again and in the same order:
+        one VStream per shard concerned, read a group at a time as the record says."""
+        assert self.assembler is not None
+        types = stubs().binlogdata.VEventType
+        ends = (types.COMMIT, types.DDL, types.OTHER)
+        shards = list(dict.fromkeys(shard for shard, _ in entries))
+        log.info(
+            "resuming: %d group(s) of shard(s) %s handed on before the restart are read again in their order",
+            len(entries),
+            ", ".join(shards),
+        )
+        vgtid = self.assembler.vgtid
+        calls = {
+            s: VStreamCall(self._channel, self.settings, self.assembler.request(vgtid.only(s)))
+            for s in shards
+        }
+        waiting: dict[str, deque[Any]] = {s: deque() for s in shards}
+        batch: list[LogItem] = []
+        try:
+            for shard, gtid in entries:
+                while self._position(shard) != gtid:
+                    if self._stop.is_set():
+                        return
+                    if not waiting[shard]:
+                        response = calls[shard].next(timeout=1.0)
+                        if response is None:
+                            yield batch  # (the caller may stop)
+                            batch = []
+                            continue
+                        if response is ENDED:
+                            raise SourceUnavailableError(
+                                f"VTGate {self.settings.target} ended the VStream of shard {shard}"
+                            )
+                        waiting[shard].extend(response.events)
+                    before = self._position(shard)
+                    event = waiting[shard].popleft()
+                    batch.extend(self.assembler.feed(event, types, partial=True))
+                    moved = self._position(shard)
+                    if event.type in ends and moved not in (before, gtid):
+                        log.warning(
+                            "shard %s moved to %s, where the delivery order has %s next: the rest of the "
+                            "restart's repeats may come in another shard order than their first delivery",
+                            shard,
+                            moved,
+                            gtid,
+                        )
+                        yield batch
+                        return
+                if len(batch) >= self.batch_size:
+                    yield batch
+                    batch = []
+            yield batch
+        finally:
+            self.assembler.take_groups()  # recorded already
+            for call in calls.values():
+                call.cancel()
+
+    def _position(self, shard: str) -> str | None:
+        assert self.assembler is not None
+        entry = self.assembler.vgtid.shard(shard)
+        return entry.gtid if entry is not None else None
 
     def _ended(self) -> None:
         """VTGate ended the stream: at a reshard with stop_on_reshard, on purpose."""
@@ -208,6 +291,10 @@ class VitessSource:
         if self._channel is not None:
             self._channel.close()
             self._channel = None
+        self.order.close()
+
+    def committed(self, offset: Mapping[str, Any]) -> None:
+        self.order.committed(_positions(Vgtid.from_json(offset["source"]["vgtid"])))
 
     # ------------------------------------------------------------------ the rest of `Source`
 
@@ -268,3 +355,7 @@ class VitessSource:
         from cdc_core.connectors.vitess.connector import CONNECTOR
 
         return CONNECTOR.describe_position(position)
+
+
+def _positions(vgtid: Vgtid) -> dict[str, str]:
+    return {s.shard: s.gtid for s in vgtid.shards}

@@ -107,7 +107,8 @@ class VitessSource:
             schema_seq = int(offset.get("schema_seq", 0))
             copy = CopyProgress.from_json(position.get("copy"))
             # (inside the copy phase a restart copies again: no order to keep)
-            self._replay = self.order.start(None if vgtid.copying() else _positions(vgtid))
+            copying = vgtid.copying() or copy is not None
+            self._replay = self.order.start(None if copying else _positions(vgtid))
         else:
             vgtid, epochs, schema_seq = self._start_vgtid(), {}, 0
             copy = CopyProgress(tuple(sorted(t.table for t in tables))) if vgtid.copying() else None

@@ -18,26 +18,20 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.registry import connector_of
-from cdc_core.errors import ConfigError, SourceUnavailableError, TidemarkError
+from cdc_core.errors import SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import Record
-from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
+from cdc_core.pipeline.snapshot_setup import signal_channels, snapshot_stage
 from cdc_core.pipeline.state import Lease, StateLayout, open_offset_store, open_sink
 from cdc_core.schema.history import SchemaHistory
-from cdc_core.schema.model import TableId, TableSchema
-from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.coordinator import ChunkCoordinator
-from cdc_core.snapshot.stage import SnapshotStage
-from cdc_core.snapshot.staged_form import StagedForm
-from cdc_core.snapshot.staging import LocalStaging
 from cdc_core.source import Source
 
 log = logging.getLogger("tidemark.streamer")
@@ -158,7 +152,7 @@ class Streamer:
         _Failure: the reader or the sink failed (after committing what was acknowledged)."""
         dispatcher = Dispatcher(self.config, source, self.tracker, resume=self.committed)
         self.dispatcher = dispatcher
-        stage = self._snapshot_stage(source)
+        stage = snapshot_stage(self.config, source, self.committed, self.layout)
         self.stage = stage
         read_only = self.config.get("read.only")
         chunks = ChunkCoordinator(
@@ -175,7 +169,7 @@ class Streamer:
         window_start, window_events = time.monotonic(), 0
         failure: _Failure | None = None
         try:
-            channels = self._signal_channels(stage)
+            channels = signal_channels(self.config, stage)
             for channel in channels:
                 channel.start()
             while not self._stop.is_set():
@@ -304,96 +298,6 @@ class Streamer:
                 source.committed(offset)
             if stage is not None:
                 stage.after_commit(offset.get("snapshot"))
-
-    def _signal_channels(self, stage: SnapshotStage) -> list[Any]:
-        """Pollers for the kafka and file channels, reading on from the committed positions."""
-        from cdc_core.signals.channels import FileChannel, KafkaChannel
-
-        config = self.config
-        enabled = config.get("signal.enabled.channels")
-        interval = config.get("signal.poll.interval.ms") / 1000
-        channels: list[Any] = []
-        if "file" in enabled:
-            path = config.get("signal.file")
-            if not path:
-                raise ConfigError("signal.file", "is required when signal.enabled.channels includes file")
-            channels.append(
-                FileChannel(Path(path), int(stage.context.channels.get("file", 0)), stage.submit, interval)
-            )
-        if "kafka" in enabled:
-            topic = config.get("signal.kafka.topic")
-            servers = config.get("signal.kafka.bootstrap.servers") or config.get(
-                "sink.kafka.bootstrap.servers"
-            )
-            if not topic or not servers:
-                raise ConfigError(
-                    "signal.kafka.topic",
-                    "signal.kafka.topic and signal.kafka.bootstrap.servers (or sink.kafka.bootstrap.servers) are "
-                    "required when signal.enabled.channels includes kafka",
-                )
-            positions = stage.context.channels.get("kafka", {})
-            channels.append(
-                KafkaChannel(servers, topic, config.topic_prefix, positions, stage.submit, interval)
-            )
-        return channels
-
-    def _position_watermarks(self, source: Source) -> Any:
-        """Position helpers when the connector has them (GTIDs); read.only requires them."""
-        try:
-            return source.position_watermarks()
-        except TidemarkError:
-            if self.config.get("read.only"):
-                raise
-            return None
-
-    def _snapshot_stage(self, source: Source) -> SnapshotStage:
-        """The snapshot stage for one reader session, from the committed snapshot state."""
-        config = self.config
-        context = SnapshotContext.from_json((self.committed or {}).get("snapshot"))
-        signal_table = config.get("signal.data.collection")
-        tables = TableFilter(config)
-        rules = ColumnRules(config)
-
-        def key_columns(table_id: TableId) -> tuple[str, ...]:
-            schema = source.current_tables().get(table_id)
-            return () if schema is None else tuple(rules.key_for(schema))
-
-        types = source.type_mapper()
-
-        def staged_form(schema: TableSchema, snapshot_key: tuple[str, ...]) -> StagedForm:
-            return StagedForm(schema, rules, types, snapshot_key)
-
-        stage = SnapshotStage(
-            context,
-            source.current_tables(),
-            tables.captures,
-            TableId.parse(signal_table) if signal_table else None,
-            LocalStaging(self.layout.staging),
-            config.get("incremental.snapshot.chunk.size"),
-            types.key_value,
-            key_columns,
-            source_signals="source" in config.get("signal.enabled.channels"),
-            open_chunk_source=source.chunk_source,
-            positions=self._position_watermarks(source),
-            staged_form=staged_form,
-            partitions=source.partitions,
-        )
-        initial = (
-            self.committed is None
-            and config.get("snapshot.mode") == "initial"
-            and not connector_of(config).initial_snapshot_in_log
-        )
-        watermarks = signal_table is not None or config.get("read.only")
-        if initial and not watermarks:
-            raise TidemarkError(
-                "snapshot.mode=initial needs signal.data.collection (or read.only) for its watermarks"
-            )
-        if watermarks:
-            stage.check_captured(initial)
-        synthetic = (self.committed or {}).get("synthetic")
-        if synthetic and (self.committed or {}).get("in_txn"):
-            stage.replay_first(synthetic)
-        return stage
 
     def _heartbeat(self) -> None:
         prefix = self.config.topic_prefix

@@ -58,6 +58,7 @@ class Streamer:
         self._stop = threading.Event()
         self.tracker = AckTracker()
         self.committed: dict[str, Any] | None = None
+        self.source: Source | None = None  # the open reader session's
         self.events_total = 0
         self.exit_reason = ""
 
@@ -293,9 +294,8 @@ class Streamer:
                 stage.before_commit()  # the open windows' keys reach the disk before the offset
             self.offsets.commit(offset)
             self.committed = offset
-            source = getattr(self, "source", None)
-            if source is not None:
-                source.committed(offset)
+            if self.source is not None:
+                self.source.committed(offset)
             if stage is not None:
                 stage.after_commit(offset.get("snapshot"))
 
@@ -314,7 +314,11 @@ class Streamer:
         lag_ms = None
         if stats.last_source_ts_ms is not None:
             lag_ms = max(0, int(time.time() * 1000) - stats.last_source_ts_ms)
-        position = self.source.describe(self.committed["source"]) if self.committed else "-"
+        position = (
+            self.source.describe(self.committed["source"])
+            if self.committed and self.source is not None
+            else "-"
+        )
         self._write_status("running", rate=rate, lag_ms=lag_ms)
         if self.status_line:
             lag = "-" if lag_ms is None else f"{lag_ms / 1000:.1f}s"

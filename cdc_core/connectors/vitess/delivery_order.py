@@ -34,7 +34,7 @@ from cdc_core.errors import TidemarkError
 log = logging.getLogger("tidemark.vitess")
 
 VERSION = 1
-COMPACT_AFTER = 20_000  # entries appended since the file was last rewritten
+COMPACT_AFTER = 20_000  # entries appended before a commit rewrites the file
 
 Entry = tuple[str, str]  # (shard, the shard's position after the group)
 
@@ -46,9 +46,7 @@ class DeliveryOrder:
         self.path = path
         self._lock = threading.Lock()  # the reader thread records, the main thread commits
         self._fd: int | None = None
-        self._base: dict[str, str] = {}
-        self._entries: list[Entry] = []
-        self._appended = 0
+        self._appended = 0  # entries appended since the file was last rewritten
 
     # ------------------------------------------------------------------ reading
 
@@ -133,7 +131,6 @@ class DeliveryOrder:
             while view:
                 view = view[os.write(self._fd, view) :]
             os.fsync(self._fd)
-            self._entries.extend(entries)
             self._appended += len(entries)
 
     def committed(self, position: dict[str, str]) -> None:
@@ -141,7 +138,7 @@ class DeliveryOrder:
         with self._lock:
             if self._appended < COMPACT_AFTER or self._fd is None:
                 return
-            rest = self.after(self._base, self._entries, position)
+            rest = self.after(*self.read(), position)
             if rest is not None:
                 self._rewrite(position, rest)
 
@@ -151,7 +148,7 @@ class DeliveryOrder:
         header = orjson.dumps({"version": VERSION, "from": base}) + b"\n"
         replace_file(self.path, header + b"".join(orjson.dumps(list(e)) + b"\n" for e in entries))
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        self._base, self._entries, self._appended = dict(base), list(entries), 0
+        self._appended = 0
 
     def close(self) -> None:
         with self._lock:

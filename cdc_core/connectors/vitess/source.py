@@ -108,7 +108,7 @@ class VitessSource:
             copy = CopyProgress.from_json(position.get("copy"))
             # (inside the copy phase a restart copies again: no order to keep)
             copying = vgtid.copying() or copy is not None
-            self._replay = self.order.start(None if copying else _positions(vgtid))
+            self._replay = self.order.start(None if copying else vgtid.positions())
         else:
             vgtid, epochs, schema_seq = self._start_vgtid(), {}, 0
             copy = CopyProgress(tuple(sorted(t.table for t in tables))) if vgtid.copying() else None
@@ -295,7 +295,7 @@ class VitessSource:
         self.order.close()
 
     def committed(self, offset: Mapping[str, Any]) -> None:
-        self.order.committed(_positions(Vgtid.from_json(offset["source"]["vgtid"])))
+        self.order.committed(Vgtid.from_json(offset["source"]["vgtid"]).positions())
 
     # ------------------------------------------------------------------ the rest of `Source`
 
@@ -356,7 +356,3 @@ class VitessSource:
         from cdc_core.connectors.vitess.connector import CONNECTOR
 
         return CONNECTOR.describe_position(position)
-
-
-def _positions(vgtid: Vgtid) -> dict[str, str]:
-    return {s.shard: s.gtid for s in vgtid.shards}

@@ -38,6 +38,10 @@ class Vgtid:
     def shard_names(self) -> tuple[str, ...]:
         return tuple(s.shard for s in self.shards)
 
+    def positions(self) -> dict[str, str]:
+        """Each shard's GTID set, by shard name."""
+        return {s.shard: s.gtid for s in self.shards}
+
     def copying(self) -> bool:
         """Whether VStream would (still) copy tables from here."""
         return any(s.gtid == "" or s.table_p_ks for s in self.shards)

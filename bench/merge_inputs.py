@@ -117,6 +117,8 @@ def events(spark, out: str, count: int, table_rows: int, txn_size: int) -> None:
         "'transaction_epoch', 1L, 'transaction_rank', txn), 'op', op, 'ts_ms', 1704067200000 + n)"
     )
     changes = frame.selectExpr(
+        "txn",
+        "total AS pos",
         f"'{TOPIC}' AS topic",
         f"concat('{{\"schema\":', '{key_schema_json}', ',\"payload\":', to_json(key_payload), '}}') AS key",
         f"concat('{{\"schema\":', '{value_schema}', ',\"payload\":', to_json({payload}), '}}') AS value",
@@ -132,11 +134,15 @@ def events(spark, out: str, count: int, table_rows: int, txn_size: int) -> None:
         "array(named_struct('data_collection', 'bench.t', 'event_count', size)) END, 'ts_ms', 1704067200000 + txn)"
     )
     boundaries = status.selectExpr(
+        "txn",
+        "CASE WHEN status = 'BEGIN' THEN 0 ELSE size + 1 END AS pos",
         f"'{PREFIX}.transaction' AS topic",
         f"concat('{{\"schema\":', '{txn_key_schema}', ',\"payload\":', to_json(named_struct('id', concat('0-1-', txn))), '}}') AS key",
         f"concat('{{\"schema\":', '{txn_schema}', ',\"payload\":', to_json({begin_end}), '}}') AS value",
     )
-    changes.unionByName(boundaries).write.mode("overwrite").parquet(out)
+    # In the order the streamer writes them: each transaction's BEGIN, its events, its END.
+    ordered = changes.unionByName(boundaries).orderBy("txn", "pos").drop("txn", "pos")
+    ordered.write.mode("overwrite").parquet(out)
 
 
 def schemaless(spark, records: str, out: str) -> dict[str, tuple[str, str]]:
@@ -183,7 +189,7 @@ def binary_log(schemaless_records: str, out: Path) -> Path:
     from cdc_core.sinks.parquet_log import ParquetEventLog
     from spark_jobs.merge.cutting import CUT, OPEN
 
-    if (out / "_DONE").exists():
+    if (out / "_DONE_CUT").exists():  # (logs made before cuts were written are made again)
         return out
     shutil.rmtree(out, ignore_errors=True)
     values = {
@@ -197,13 +203,20 @@ def binary_log(schemaless_records: str, out: Path) -> Path:
         for batch in pq.ParquetFile(part).iter_batches(batch_size=20_000, columns=["topic", "key", "value"]):
             topics, key_texts, payloads = (batch.column(c).to_pylist() for c in ("topic", "key", "value"))
             log.append(
-                Record(t, k.encode()[cut[t] : -1], v.encode(), (), keys[t], values[t])
+                Record(t, k.encode()[cut[t] : -1], v.encode(), (), keys[t], values[t], _boundary(t, v))
                 for t, k, v in zip(topics, key_texts, payloads, strict=True)
             )
             log.flush()
     log.close()
-    (out / "_DONE").touch()
+    (out / "_DONE_CUT").touch()
     return out
+
+
+def _boundary(topic: str, payload: str) -> str | None:
+    """What the streamer's record writer marks a transaction's BEGIN and END with."""
+    if topic != f"{PREFIX}.transaction":
+        return None
+    return "BEGIN" if '"status":"BEGIN"' in payload else "END"
 
 
 def deduplicated(spark, records: str, out: str) -> None:
@@ -222,7 +235,7 @@ def prepared(spark, work: Path, size: int, count: int, txn_size: int) -> tuple[s
     reused when `--work` names a folder that has them)."""
     base = str(work / f"base-{size}")
     records, deduped = (
-        str(work / f"events-{count}-{size}-{txn_size}"),
+        str(work / f"events-{count}-{size}-{txn_size}-ordered"),
         str(work / f"dedup-{count}-{size}-{txn_size}"),
     )
     if not Path(base, "_delta_log").is_dir():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bench.merge_inputs import FIELDS, PREFIX, TOPIC, transaction_schema_text, value_schema_text
@@ -84,16 +85,20 @@ def tidemark_merge(
     merge_log.addHandler(phases)
     try:
         started = time.perf_counter()
-        typed = []
-        if binary_log is not None:
+        typed, whole = [], False
+        if binary_log is not None:  # as `delta_merge.run_local` reads it: up to its cut
             from spark_jobs.local_log_source import read_local_log
+            from spark_jobs.merge.log_range import plan_range
 
-            batch, typed = read_local_log(spark, binary_log, [TOPIC, f"{PREFIX}.transaction"], {})
+            topics = [TOPIC, f"{PREFIX}.transaction"]
+            span = plan_range(Path(binary_log), topics, {}, None, False)
+            batch, typed = read_local_log(spark, binary_log, topics, {}, until=span.until)
+            whole = span.whole
         else:
             batch = read()
         reached = None if "offset" in batch.columns and binary_log is None else {}
         held = PendingStore(spark, f"{root}/_held")
-        apply_aligned(spark, batch, root, PREFIX, reached, held, 1, known=known, typed=typed)
+        apply_aligned(spark, batch, root, PREFIX, reached, held, 1, known=known, typed=typed, whole=whole)
         took = time.perf_counter() - started
     finally:
         merge_log.removeHandler(phases)

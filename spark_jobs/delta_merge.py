@@ -16,7 +16,6 @@ in its user metadata.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import re
 import sys
@@ -47,7 +46,7 @@ from spark_jobs.merge.records import REFERENCE, Shapes, carried, reached_offsets
 from spark_jobs.merge.releases import Release, parse_release, release_rows
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
-from spark_jobs.merge.transactions import PendingStore, split_complete
+from spark_jobs.merge.transactions import PendingStore, split_complete, split_whole
 from spark_jobs.merge.typed_records import TypedPart
 
 log = logging.getLogger("spark_jobs.delta_merge")
@@ -85,11 +84,14 @@ def apply_aligned(
     options: MergeOptions | None = None,
     known: KnownSchemas | None = None,
     typed: Sequence[TypedPart] = (),
+    whole: bool = False,
 ) -> int:
     """`merge_parsed` on the records of complete source transactions (this batch's and
     those held back before); the rest is held for the next batch. `reached` None: the
     offsets reached are those of the records' `partition` and `offset` columns, taken
-    from the parsed batch (a Kafka batch is then read once)."""
+    from the parsed batch (a Kafka batch is then read once). `whole`: the batch is known
+    to hold whole transactions only, and nothing was held back before it
+    (`spark_jobs.merge.log_range`): there is nothing to count."""
     combined = records.select("topic", "key", "value", *carried(records)).unionByName(
         pending.read(batch_id), allowMissingColumns=True
     )
@@ -100,7 +102,7 @@ def apply_aligned(
         if reached is None:
             reached = reached_offsets(parsed)
         started = time.monotonic()
-        split = split_complete(parsed, prefix)
+        split = split_whole(parsed, prefix) if whole else split_complete(parsed, prefix)
         try:
             upto, merged = split.positions()
             _phase("align", started, "batch %d: transactions aligned", batch_id)
@@ -278,6 +280,7 @@ def run_local(
     which the order-key guard makes harmless."""
     from cdc_core.pipeline.state import local_log_directory
     from spark_jobs.local_log_source import reached_without_reading, read_local_log
+    from spark_jobs.merge.log_range import MergeState, plan_range
 
     log_root = local_log_directory(config)
     prefix = config.topic_prefix
@@ -288,15 +291,17 @@ def run_local(
         if log_root.is_dir()
         else []
     )
-    state_file = Path(checkpoint) / "local-offsets.json"
-    state = json.loads(state_file.read_text()) if state_file.exists() else {"batch": 0, "offsets": {}}
-    done: dict[str, int] = state["offsets"]
+    state = MergeState.load(checkpoint)
+    done, batch_id = state.offsets, state.batch + 1
+    pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))
+    span = plan_range(log_root, topics, done, state.cut, pending.holds(batch_id))
     # Listed before the files are read: a file written in between is then read but not
     # counted as reached, and merged again next time (harmless), never the reverse.
-    reached = reached_without_reading(log_root, topics, done)
-    records, typed = read_local_log(spark, log_root, topics, done)
+    reached = span.reached(done)
+    if reached is None:
+        reached = reached_without_reading(log_root, topics, done)
+    records, typed = read_local_log(spark, log_root, topics, done, until=span.until)
     batch = records.persist()
-    batch_id = int(state["batch"]) + 1
     try:
         if reached is None:  # JSON lines: the offsets they hold are known by reading them
             offsets = batch.select("topic", "offset")
@@ -306,18 +311,16 @@ def run_local(
             reached = {r.topic: r.offset for r in grouped.collect()}
         if not reached:
             return 0
-        pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))
         known = KnownSchemas.load(spark, checkpoint)
         if references_enabled(config):
             known.refer(local_catalogue(log_root, prefix))
-        touched = apply_aligned(spark, batch, root, prefix, reached, pending, batch_id, options, known, typed)
+        touched = apply_aligned(
+            spark, batch, root, prefix, reached, pending, batch_id, options, known, typed, span.whole
+        )
         known.save(spark, checkpoint)
     finally:
         batch.unpersist()
-    state_file.parent.mkdir(parents=True, exist_ok=True)
-    tmp = state_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"batch": batch_id, "offsets": {**done, **reached}}, sort_keys=True))
-    tmp.replace(state_file)
+    MergeState(batch_id, {**done, **reached}, span.at).save(checkpoint)
     return touched
 
 

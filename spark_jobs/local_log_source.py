@@ -40,9 +40,12 @@ def read_local_log(
     topics: Iterable[str],
     after: Mapping[str, int] | None = None,
     typed: bool = True,
+    until: Mapping[str, int] | None = None,
 ) -> tuple[DataFrame, list[TypedPart]]:
     """The records of `topics` after the offsets `after` (a topic it does not name: all of
-    it; no `after`: everything): as text, and as typed parts where the log has them (with
+    it; no `after`: everything) and before `until` (per topic, the first offset not read:
+    a cut, `cdc_core.sinks.log_cuts`; a topic it does not name: none of it; no `until`:
+    up to the log's end): as text, and as typed parts where the log has them (with
     `typed`)."""
     topics = list(topics)
     if after is not None:
@@ -53,7 +56,8 @@ def read_local_log(
     for topic in topics:
         directory, done = Path(root) / topic, after.get(topic, -1)
         frames += _json_lines(spark, directory, topic)
-        texts, typed_parts = _parquet(spark, directory, topic, done, typed)
+        end = None if until is None else until.get(topic, 0)
+        texts, typed_parts = _parquet(spark, directory, topic, done, typed, end)
         frames += texts
         parts += typed_parts
     if not frames:
@@ -61,7 +65,11 @@ def read_local_log(
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)
-    return result.where(_after(after)) if after else result, parts
+    if after:
+        result = result.where(_after(after))
+    if until is not None:
+        result = result.where(_before({t: until.get(t, 0) for t in topics}))
+    return result, parts
 
 
 def spark_read_local_log(spark: SparkSession, root: str | Path, topics: Iterable[str]) -> DataFrame:
@@ -74,6 +82,13 @@ def _after(after: Mapping[str, int]) -> Column:
     for topic, offset in after.items():
         later = later | ((F.col("topic") == topic) & (F.col("offset") > F.lit(offset)))
     return later
+
+
+def _before(until: Mapping[str, int]) -> Column:
+    earlier = F.lit(False)
+    for topic, offset in until.items():
+        earlier = earlier | ((F.col("topic") == topic) & (F.col("offset") < F.lit(offset)))
+    return earlier
 
 
 def _json_lines(spark: SparkSession, directory: Path, topic: str) -> list[DataFrame]:
@@ -119,17 +134,21 @@ def _segments_after(directory: Path, done: int) -> list[Segment]:
 
 
 def _parquet(
-    spark: SparkSession, directory: Path, topic: str, done: int, typed: bool
+    spark: SparkSession, directory: Path, topic: str, done: int, typed: bool, end: int | None = None
 ) -> tuple[list[DataFrame], list[TypedPart]]:
+    """`end`: the first offset not read (None: read to the end)."""
     from cdc_core.sinks import parquet_log, parquet_log_reader
 
     by_digest: dict[str, list[Path]] = {}
     for segment in _segments_after(directory, done):
-        by_digest.setdefault(segment.digest, []).append(segment.path)
+        if end is None or segment.first < end:
+            by_digest.setdefault(segment.digest, []).append(segment.path)
     texts, parts = [], []
     for paths in by_digest.values():
         meta = parquet_log_reader.log_format_metadata(paths[0])
         files = spark.read.parquet(*(str(p) for p in paths)).where(F.col("offset") > F.lit(done))
+        if end is not None:
+            files = files.where(F.col("offset") < F.lit(end))
         part = None
         if meta["tidemark.kind"] == parquet_log.TYPED:
             part = TypedPart(

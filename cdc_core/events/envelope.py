@@ -74,7 +74,10 @@ class Record:
 
     `key_schema`/`value_schema`: set when `key`/`value` hold the payload alone and the
     schema goes apart (`schemas_apart`): a sink that stores schemas once per file (the
-    Parquet event log) gets them without the JSON text around every payload."""
+    Parquet event log) gets them without the JSON text around every payload.
+
+    `boundary`: "BEGIN" or "END" on a transaction's boundary record, so a log's writer
+    knows where no transaction is open (`cdc_core.sinks.log_cuts`)."""
 
     topic: str
     key: bytes | None
@@ -82,6 +85,7 @@ class Record:
     headers: tuple[tuple[str, bytes], ...] = ()
     key_schema: bytes | None = None
     value_schema: bytes | None = None
+    boundary: str | None = None
 
 
 class EventSerializer:

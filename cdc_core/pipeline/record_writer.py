@@ -116,7 +116,7 @@ class RecordWriter:
         value = self.value_serializer.wrap(self._txn_value_schema, payload)
         headers, announced = self.references.refer(self.transaction_topic, self._txn_value_schema, ())
         schemas = (self._txn_key_schema, self._txn_value_schema) if self.apart else (None, None)
-        record = Record(self.transaction_topic, key, value, headers, *schemas)
+        record = Record(self.transaction_topic, key, value, headers, *schemas, boundary=payload["status"])
         return [record] if announced is None else [announced, record]
 
     def without_schema(self, topic: str, key: dict[str, Any], payload: Any) -> Record:

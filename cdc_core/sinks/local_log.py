@@ -50,8 +50,12 @@ class LogRecord:
     headers: dict[str, bytes] = field(default_factory=dict)
 
 
+def is_topic(name: str) -> bool:
+    return bool(_TOPIC.fullmatch(name)) and name not in (".", "..")
+
+
 def check_topic(topic: str) -> str:
-    if not _TOPIC.fullmatch(topic) or topic in (".", ".."):
+    if not is_topic(topic):
         raise LocalLogError(f"invalid topic name {topic!r}: use letters, digits, '.', '_' and '-' (max 249)")
     return topic
 

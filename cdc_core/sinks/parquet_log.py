@@ -42,7 +42,8 @@ import pyarrow.parquet as pq
 from cdc_core.durable import fsync_dir
 from cdc_core.events.envelope import Record, with_schema
 from cdc_core.sinks.arrow_schema import Untyped, arrow_type, row_type
-from cdc_core.sinks.local_log import LocalLogError, WriterLock, check_topic, json_end_offset
+from cdc_core.sinks.local_log import LocalLogError, WriterLock, check_topic, is_topic, json_end_offset
+from cdc_core.sinks.log_cuts import Cut, CutTracker
 
 VERSION = "1"
 TYPED, JSON = "typed", "json"
@@ -146,6 +147,8 @@ class ParquetEventLog:
         # The files at each topic's end that compaction may still take, with their sizes.
         self._tail: dict[str, list[tuple[Segment, int]]] = {}
         self._landing = ThreadPoolExecutor(1, thread_name_prefix="parquet-log")
+        topics = [p.name for p in self.root.iterdir() if p.is_dir() and is_topic(p.name)]
+        self._cuts = CutTracker(self.root, {t: self.end_offset(t) for t in topics})
 
     # ------------------------------------------------------------------ writing
 
@@ -182,6 +185,8 @@ class ParquetEventLog:
             self._next[topic] = offset + 1
             run = self._run(topic, record, offset)
             self._add(run, record, offset, now)
+            if record.boundary is not None:
+                self._cuts.observe(record.boundary)
             placed.append((topic, offset))
         return placed
 
@@ -227,13 +232,14 @@ class ParquetEventLog:
         file per topic and schema) while the caller goes on: Arrow parses and writes
         without holding the GIL. Landings run one after the other, in order."""
         runs, self._runs = self._runs, {}
-        return self._landing.submit(self._land, runs)
+        return self._landing.submit(self._land, runs, self._cuts.cut(self._next))
 
     def flush(self) -> None:
         """Write every queued record durably."""
         self.submit().result()
 
-    def _land(self, runs: dict[str, list[_Run]]) -> None:
+    def _land(self, runs: dict[str, list[_Run]], cut: Cut | None = None) -> None:
+        """`cut`: recorded once the records are durable (`cdc_core.sinks.log_cuts`)."""
         for topic, topic_runs in runs.items():
             directory = self.root / topic
             for run in topic_runs:
@@ -251,6 +257,8 @@ class ParquetEventLog:
                 pass
         if runs and self.fsync:
             fsync_dir(self.root)
+        if cut is not None:
+            self._cuts.record(cut)
 
     def _table(self, run: _Run) -> pa.Table:
         headers = pa.array([list(h) for h in run.header_sets], type=HEADERS).take(pa.array(run.header_index))

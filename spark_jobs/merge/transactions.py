@@ -129,6 +129,28 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     return Split(now, held, per_table, upto, (by_table, per_txn), not figures.incomplete)
 
 
+def split_whole(parsed: DataFrame, prefix: str) -> Split:
+    """`split_complete`'s result for a batch known to hold whole transactions only (a
+    range between two cuts of the embedded log, `cdc_core.sinks.log_cuts`): BEGIN/END
+    records dropped, nothing held, and the order keys each table merges from one small
+    aggregation by table instead of the count of every transaction's events."""
+    txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
+    table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
+        F.expr(f"substring(topic, {len(prefix) + 2})")
+    )
+    key = F.array(F.col("p_epoch"), F.col("p_rank"))
+    now = parsed.where(F.col("topic") != txn_topic)
+    per_table = (
+        now.where(F.col("p_total_order").isNotNull())
+        .groupBy(table.alias("_table"))
+        .agg(F.min(key).alias("first"), F.max(key).alias("last"))
+        .persist()
+    )
+    [[upto]] = per_table.agg(F.max("last")).collect()
+    held = parsed.limit(0)
+    return Split(now, held, per_table, list(upto) if upto is not None else None, (per_table,), True)
+
+
 def _per_transaction(by_table: DataFrame) -> DataFrame:
     """Per transaction: `_txn, _complete, _key` (its order key) and `_events`. A block's
     numbers beyond the END's count do not count: the low bits up to it, by a shift (a
@@ -199,6 +221,10 @@ def _figures(per_txn: DataFrame) -> _Figures:
     )
 
 
+# Marks a batch folder of a batch that held nothing back.
+_NOTHING = "_NOTHING_HELD"
+
+
 class PendingStore:
     """Held-back records between batches, one folder per batch id: a batch reads what the
     batch before it held and writes what it holds now, so running a batch again (after a
@@ -221,12 +247,19 @@ class PendingStore:
         Spark job for it)."""
         if held is None:
             delete_tree(self.spark, self._path(batch_id))
+            write_text(self.spark, f"{self._path(batch_id)}/{_NOTHING}", "")
             write_text(self.spark, f"{self._path(batch_id)}/_SUCCESS", "")
         else:
             held.write.mode("overwrite").parquet(self._path(batch_id))
         for old in self._ids():
             if old < batch_id - 1:
                 delete_tree(self.spark, self._path(old))
+
+    def holds(self, batch_id: int) -> bool:
+        """Whether the batch before `batch_id` held records back (a folder written before
+        the `_NOTHING` marker existed counts as holding: the batch after it aligns)."""
+        previous = self._latest_before(batch_id)
+        return previous is not None and not exists(self.spark, f"{self._path(previous)}/{_NOTHING}")
 
     def _ids(self) -> list[int]:
         """Batches whose held-back records were written completely."""

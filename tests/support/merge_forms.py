@@ -49,17 +49,24 @@ def _apart(text: str | None) -> tuple[bytes | None, bytes | None]:
 def parquet_log(records: list[dict], folder: Path) -> list[str]:
     """`records` landed in a Parquet event log under `folder` as the streamer lands them
     (payloads apart from their schemas); returns its topics."""
-    from cdc_core.events.envelope import Record
     from cdc_core.sinks.parquet_log import ParquetEventLog
 
     log = ParquetEventLog(folder, key_schemas=True, value_schemas=True)
-    landed = []
-    for r in records:
-        (key, key_schema), (value, value_schema) = _apart(r["key"]), _apart(r["value"])
-        landed.append(Record(r["topic"], key, value, (), key_schema, value_schema))
-    log.append(landed)
+    log.append(log_record(r) for r in records)
     log.close()
     return sorted({r["topic"] for r in records})
+
+
+def log_record(record: dict) -> Any:
+    """`record` as the streamer hands it to the Parquet log: payloads apart from their
+    schemas, a transaction's BEGIN and END marked as such (`Record.boundary`)."""
+    from cdc_core.events.envelope import Record
+
+    (key, key_schema), (value, value_schema) = _apart(record["key"]), _apart(record["value"])
+    boundary = None
+    if record["topic"].endswith(".transaction") and value is not None:
+        boundary = json.loads(value)["status"]
+    return Record(record["topic"], key, value, (), key_schema, value_schema, boundary)
 
 
 def in_form(spark: Any, records: list[dict], form: str, folder: Path) -> dict[str, Any]:

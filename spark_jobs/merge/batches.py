@@ -59,7 +59,7 @@ def parsed_batch(
     known = known if known is not None else KnownSchemas()
     spark = records.sparkSession
     known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
-    known.sample(records)
+    texts_in_batch = known.sample(records)
     not_rows = boundary_topics(prefix)
     first = known.shapes(spark, not_rows)
     pairs = known.pairs()
@@ -68,6 +68,12 @@ def parsed_batch(
     cached: list[DataFrame] = []
     with session_settings(spark, {_COMPRESSED: "false"}):
         try:
+            if typed and not texts_in_batch:  # the Parquet log's typed files only: nothing to parse
+                parsed, shapes, counts = typed_batch(list(typed), not_rows, Shapes())
+                check_recognised(parsed, counts)
+                known.learn(shapes)
+                yield parsed, shapes.counted(counts)
+                return
             parsed, counts = None, {}
             if pairs:
                 parsed = parse(cut_known(records, pairs, by_reference), first, patch_field).persist()

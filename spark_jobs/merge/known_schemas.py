@@ -105,14 +105,17 @@ class KnownSchemas:
             if shape.schema is not None and shape.text is not None:
                 self.add(shape.topic, shape.text, shape.key)
 
-    def sample(self, records: DataFrame, size: int = _SAMPLE) -> None:
+    def sample(self, records: DataFrame, size: int = _SAMPLE) -> int:
         """Learn the schemas of the batch's first few records: Spark reads only as far as
         it needs for them (the first partition, as a rule). A record of a topic not
-        sampled costs more (`parsed_batch`), once per run."""
-        for row in records.select("topic", "key", "value").limit(size).collect():
+        sampled costs more (`parsed_batch`), once per run. Returns how many it read
+        (none: `records` is empty)."""
+        rows = records.select("topic", "key", "value").limit(size).collect()
+        for row in rows:
             text = schema_of(row.value)
             if text is not None:
                 self.add(row.topic, text, row.key)
+        return len(rows)
 
     def to_json(self) -> dict[str, Any]:
         topics = {

@@ -9,6 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
+import orjson
+
 from cdc_core.events.connect_schema import envelope_schema, field, key_schema, row_schema, struct
 from cdc_core.transactions import TRANSACTION_KEY_SCHEMA, TRANSACTION_VALUE_SCHEMA
 
@@ -189,7 +191,7 @@ def binary_log(schemaless_records: str, out: Path) -> Path:
     from cdc_core.sinks.parquet_log import ParquetEventLog
     from spark_jobs.merge.cutting import CUT, OPEN
 
-    if (out / "_DONE_CUT").exists():  # (logs made before cuts were written are made again)
+    if (out / "_DONE_ORDERED").exists():  # (logs made before cuts were written are made again)
         return out
     shutil.rmtree(out, ignore_errors=True)
     values = {
@@ -198,18 +200,33 @@ def binary_log(schemaless_records: str, out: Path) -> Path:
     }
     keys = {topic: text.encode() for topic, text in key_schema_texts().items()}
     cut = {topic: len((OPEN + text + CUT).encode()) for topic, text in key_schema_texts().items()}
-    log = ParquetEventLog(out, fsync=False)
+    rows = []
     for part in sorted(Path(schemaless_records).glob("*.parquet")):
-        for batch in pq.ParquetFile(part).iter_batches(batch_size=20_000, columns=["topic", "key", "value"]):
-            topics, key_texts, payloads = (batch.column(c).to_pylist() for c in ("topic", "key", "value"))
-            log.append(
-                Record(t, k.encode()[cut[t] : -1], v.encode(), (), keys[t], values[t], _boundary(t, v))
-                for t, k, v in zip(topics, key_texts, payloads, strict=True)
-            )
-            log.flush()
+        table = pq.read_table(part, columns=["topic", "key", "value"])
+        rows += zip(*(table.column(c).to_pylist() for c in ("topic", "key", "value")), strict=True)
+    # Spark's reader does not keep the files' order: back to the streamer's, transaction by
+    # transaction (its BEGIN, its events, its END), which is what the log's cuts rely on.
+    rows.sort(key=_stream_position)
+    log = ParquetEventLog(out, fsync=False)
+    for start in range(0, len(rows), 20_000):
+        log.append(
+            Record(t, k.encode()[cut[t] : -1], v.encode(), (), keys[t], values[t], _boundary(t, v))
+            for t, k, v in rows[start : start + 20_000]
+        )
+        log.flush()
     log.close()
-    (out / "_DONE_CUT").touch()
+    (out / "_DONE_ORDERED").touch()
     return out
+
+
+def _stream_position(row: tuple[str, str, str]) -> tuple[int, int]:
+    """(transaction rank, place in it) of a schemaless record: BEGIN first, END last."""
+    topic, _, payload = row
+    value = orjson.loads(payload)
+    if topic == f"{PREFIX}.transaction":
+        rank = int(value["id"].rsplit("-", 1)[1])
+        return rank, 0 if value["status"] == "BEGIN" else 1 << 30
+    return value["transaction"]["transaction_rank"], value["transaction"]["total_order"]
 
 
 def _boundary(topic: str, payload: str) -> str | None:

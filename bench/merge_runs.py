@@ -94,6 +94,8 @@ def tidemark_merge(
             span = plan_range(Path(binary_log), topics, {}, None, False)
             batch, typed = read_local_log(spark, binary_log, topics, {}, until=span.until)
             whole = span.whole
+            if not whole:
+                print("  WARNING: the binary log's cuts do not enclose whole transactions: aligned", flush=True)
         else:
             batch = read()
         reached = None if "offset" in batch.columns and binary_log is None else {}

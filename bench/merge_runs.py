@@ -95,7 +95,9 @@ def tidemark_merge(
             batch, typed = read_local_log(spark, binary_log, topics, {}, until=span.until)
             whole = span.whole
             if not whole:
-                print("  WARNING: the binary log's cuts do not enclose whole transactions: aligned", flush=True)
+                print(
+                    "  WARNING: the binary log's cuts do not enclose whole transactions: aligned", flush=True
+                )
         else:
             batch = read()
         reached = None if "offset" in batch.columns and binary_log is None else {}

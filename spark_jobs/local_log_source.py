@@ -17,7 +17,7 @@ rendered as the JSON the converter writes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -66,9 +66,11 @@ def read_local_log(
     for frame in frames[1:]:
         result = result.unionByName(frame)
     if after:
-        result = result.where(_after(after))
+        result = result.where(_bounded(after, lambda offset, bound: offset > bound))
     if until is not None:
-        result = result.where(_before({t: until.get(t, 0) for t in topics}))
+        result = result.where(
+            _bounded({t: until.get(t, 0) for t in topics}, lambda offset, bound: offset < bound)
+        )
     return result, parts
 
 
@@ -77,18 +79,12 @@ def spark_read_local_log(spark: SparkSession, root: str | Path, topics: Iterable
     return read_local_log(spark, root, topics, typed=False)[0]
 
 
-def _after(after: Mapping[str, int]) -> Column:
-    later = F.lit(False)
-    for topic, offset in after.items():
-        later = later | ((F.col("topic") == topic) & (F.col("offset") > F.lit(offset)))
-    return later
-
-
-def _before(until: Mapping[str, int]) -> Column:
-    earlier = F.lit(False)
-    for topic, offset in until.items():
-        earlier = earlier | ((F.col("topic") == topic) & (F.col("offset") < F.lit(offset)))
-    return earlier
+def _bounded(bounds: Mapping[str, int], within: Callable[[Column, Column], Column]) -> Column:
+    """Records of the topics `bounds` names whose offset is `within` the topic's bound."""
+    kept = F.lit(False)
+    for topic, bound in bounds.items():
+        kept = kept | ((F.col("topic") == topic) & within(F.col("offset"), F.lit(bound)))
+    return kept
 
 
 def _json_lines(spark: SparkSession, directory: Path, topic: str) -> list[DataFrame]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cdc_core.durable import replace_file
 from cdc_core.sinks.log_cuts import read_cut
 
 
@@ -85,6 +86,4 @@ class MergeState:
         path = Path(checkpoint) / STATE_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         body = {"version": STATE_VERSION, "batch": self.batch, "offsets": self.offsets, "cut": self.cut}
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(body, sort_keys=True))
-        tmp.replace(path)
+        replace_file(path, json.dumps(body, sort_keys=True).encode())

@@ -49,6 +49,18 @@ class Split:
 BLOCK = 64
 
 
+def _table(prefix: str) -> Column:
+    """The table a record counts for: its topic's, or the one a release record releases."""
+    return F.when(F.col("topic") == f"{prefix}.snapshot_releases", F.col("p_data_collection")).otherwise(
+        F.expr(f"substring(topic, {len(prefix) + 2})")
+    )
+
+
+def _order_key() -> Column:
+    """The order key (epoch, rank) every event carries of its transaction."""
+    return F.array(F.col("p_epoch"), F.col("p_rank"))
+
+
 def split_complete(parsed: DataFrame, prefix: str) -> Split:
     """Parsed records (`spark_jobs.merge.records.parse`) to merge now and to hold back.
     BEGIN/END records of complete transactions are dropped; those of incomplete ones are
@@ -63,11 +75,8 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     pass over the batch: whether each transaction is complete, the order keys each table
     merges and the batch's figures all come from its small result. Only the incomplete
     transactions — usually none or the last few — are joined back to the records."""
-    txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
-    is_txn = F.col("topic") == txn_topic
-    table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
-        F.expr(f"substring(topic, {len(prefix) + 2})")
-    )
+    is_txn = F.col("topic") == f"{prefix}.transaction"
+    table = _table(prefix)
     is_event = ~is_txn & F.col("p_total_order").isNotNull()
     # A standalone change (an ordered block with a null id: a MongoDB write outside a
     # transaction) is complete by itself; the events of one, which share its order key,
@@ -86,8 +95,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     bit = F.expr(f"shiftleft(1L, cast((p_total_order - 1) % {BLOCK} AS INT))")
     none = F.lit(0).cast("long")
     count = F.coalesce(F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none)
-    # Every event carries its transaction's order key (epoch, rank).
-    key = F.array(F.col("p_epoch"), F.col("p_rank"))
+    key = _order_key()
     by_table = (
         tagged.where(is_event | is_end)
         .groupBy(
@@ -134,15 +142,11 @@ def split_whole(parsed: DataFrame, prefix: str) -> Split:
     range between two cuts of the embedded log, `cdc_core.sinks.log_cuts`): BEGIN/END
     records dropped, nothing held, and the order keys each table merges from one small
     aggregation by table instead of the count of every transaction's events."""
-    txn_topic, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
-    table = F.when(F.col("topic") == releases, F.col("p_data_collection")).otherwise(
-        F.expr(f"substring(topic, {len(prefix) + 2})")
-    )
-    key = F.array(F.col("p_epoch"), F.col("p_rank"))
-    now = parsed.where(F.col("topic") != txn_topic)
+    now = parsed.where(F.col("topic") != f"{prefix}.transaction")
+    key = _order_key()
     per_table = (
         now.where(F.col("p_total_order").isNotNull())
-        .groupBy(table.alias("_table"))
+        .groupBy(_table(prefix).alias("_table"))
         .agg(F.min(key).alias("first"), F.max(key).alias("last"))
         .persist()
     )

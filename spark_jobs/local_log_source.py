@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from cdc_core.events.envelope import SCHEMA_HEADER
 from spark_jobs.merge.records import document_envelope
+from spark_jobs.merge.typed_figures import FileSpan
 from spark_jobs.merge.typed_records import TypedPart, connect_json
 
 if TYPE_CHECKING:
@@ -154,6 +155,7 @@ def _parquet(
                 meta["tidemark.value.schema"],
                 meta["tidemark.key.schemas.enable"] == "true",
                 meta["tidemark.value.schemas.enable"] == "true",
+                FileSpan(tuple(str(p) for p in paths), done, end),
             )
         if part is not None and typed and not document_envelope(json.loads(part.value_schema)):
             parts.append(part)

@@ -6,6 +6,7 @@ import logging
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -69,10 +70,10 @@ def parsed_batch(
     with session_settings(spark, {_COMPRESSED: "false"}):
         try:
             if typed and not texts_in_batch:  # the Parquet log's typed files only: nothing to parse
-                parsed, shapes, counts = typed_batch(list(typed), not_rows, Shapes())
-                check_recognised(parsed, counts)
+                parsed, shapes, figures = typed_batch(list(typed), not_rows, Shapes())
+                check_recognised(parsed, figures.census)
                 known.learn(shapes)
-                yield parsed, shapes.counted(counts)
+                yield parsed, replace(shapes.counted(figures.census), orders=figures.orders)
                 return
             parsed, counts = None, {}
             if pairs:
@@ -107,9 +108,9 @@ def parsed_batch(
                 parsed, shapes = rest, shapes | more
                 counts = census(parsed)
             if typed:
-                more_rows, more, more_counts = typed_batch(list(typed), not_rows, shapes)
+                more_rows, more, figures = typed_batch(list(typed), not_rows, shapes)
                 parsed = parsed.unionByName(more_rows, allowMissingColumns=True)
-                shapes, counts = shapes | more, joined_census(counts, more_counts)
+                shapes, counts = shapes | more, joined_census(counts, figures.census)
             check_recognised(parsed, counts)
             known.learn(shapes)
             yield parsed, shapes.counted(counts)

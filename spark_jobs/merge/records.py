@@ -90,6 +90,9 @@ class Shapes:
     by_topic: dict[str, list[Shape]] = field(default_factory=dict)
     cut_wrong: bool = False  # a schema was cut short: cut the batch again with fast=False
     records: dict[str, int] = field(default_factory=dict)  # records with a payload, per topic
+    # Per topic, the order keys of its first and last events, where a batch of typed files
+    # alone told them (`typed_figures`): None otherwise.
+    orders: dict[str, tuple[list[int], list[int]]] | None = None
 
     def of(self, topic: str) -> list[Shape]:
         return self.by_topic.get(topic, [])

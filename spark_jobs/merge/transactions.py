@@ -26,10 +26,11 @@ from spark_jobs.merge.records import RECORDS
 class Split:
     now: DataFrame  # parsed records of complete transactions, and records without one
     held: DataFrame  # parsed records of incomplete transactions (with their BEGIN/END)
-    per_table: DataFrame  # per table: `_table, first, last`, the order keys it merges now
+    per_table: DataFrame | None  # per table: `_table, first, last`, the order keys it merges now
     upto: list[int] | None  # the order key up to which every transaction in hand merges now
     kept: tuple[DataFrame, ...]  # the small frames cached until `release`
     complete: bool  # every transaction in hand is complete: nothing is held
+    merged: dict[str, tuple[list[int], list[int]]] | None = None  # per_table, known beforehand
 
     def release(self) -> None:
         for frame in self.kept:
@@ -39,6 +40,9 @@ class Split:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
         or None; per table, the lowest and highest order keys merged now). Small: one row
         per table, from the cached per-transaction-and-table frame."""
+        if self.merged is not None:
+            return self.upto, self.merged
+        assert self.per_table is not None
         merged = {r._table: (list(r.first), list(r.last)) for r in self.per_table.collect()}
         return self.upto, merged
 
@@ -137,12 +141,22 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     return Split(now, held, per_table, upto, (by_table, per_txn), not figures.incomplete)
 
 
-def split_whole(parsed: DataFrame, prefix: str) -> Split:
+def split_whole(
+    parsed: DataFrame, prefix: str, orders: dict[str, tuple[list[int], list[int]]] | None = None
+) -> Split:
     """`split_complete`'s result for a batch known to hold whole transactions only (a
     range between two cuts of the embedded log, `cdc_core.sinks.log_cuts`): BEGIN/END
     records dropped, nothing held, and the order keys each table merges from one small
-    aggregation by table instead of the count of every transaction's events."""
-    now = parsed.where(F.col("topic") != f"{prefix}.transaction")
+    aggregation by table instead of the count of every transaction's events. `orders`:
+    per topic, its events' first and last order keys, where the batch's files told them
+    (`records.Shapes.orders`): then there is no aggregation at all."""
+    transactions, releases = f"{prefix}.transaction", f"{prefix}.snapshot_releases"
+    now = parsed.where(F.col("topic") != transactions)
+    held = parsed.limit(0)
+    if orders is not None and releases not in orders:
+        merged = {t[len(prefix) + 1 :]: keys for t, keys in orders.items() if t != transactions}
+        upto = max((last for _, last in merged.values()), default=None)
+        return Split(now, held, None, upto, (), True, merged)
     key = _order_key()
     per_table = (
         now.where(F.col("p_total_order").isNotNull())
@@ -151,7 +165,6 @@ def split_whole(parsed: DataFrame, prefix: str) -> Split:
         .persist()
     )
     [[upto]] = per_table.agg(F.max("last")).collect()
-    held = parsed.limit(0)
     return Split(now, held, per_table, list(upto) if upto is not None else None, (per_table,), True)
 
 

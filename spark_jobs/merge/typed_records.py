@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.events.envelope import with_schema
-from spark_jobs.merge.census import Census, census
 from spark_jobs.merge.known_schemas import known_ids
 from spark_jobs.merge.records import FLAT, PAYLOAD, Shape, Shapes, image_type
+from spark_jobs.merge.typed_figures import Figures, FileSpan, typed_figures
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class TypedPart:
     value_schema: str
     key_schemas: bool  # whether the converters write them with the payloads
     value_schemas: bool
+    span: FileSpan  # the files `frame` reads, and its offsets
 
 
 def connect_json(column: Column, schema: str, with_it: bool) -> Column:
@@ -48,10 +49,11 @@ def connect_json(column: Column, schema: str, with_it: bool) -> Column:
 
 def typed_batch(
     parts: list[TypedPart], not_rows: set[str], others: Shapes
-) -> tuple[DataFrame, Shapes, Census]:
+) -> tuple[DataFrame, Shapes, Figures]:
     """The parts as `records.parse` gives records (`topic, key, offset, schema_id, payload,
     present`, the `FLAT` fields, a row column per change-event schema), their shapes (a
-    schema the batch's JSON records have too keeps its column: `others`) and their census."""
+    schema the batch's JSON records have too keeps its column: `others`) and their census
+    and order keys (`typed_figures`, read from the files without a Spark job)."""
     spark = parts[0].frame.sparkSession
     ids = {text: i for i, text in known_ids(spark, [(p.topic, p.value_schema) for p in parts]).items()}
     shapes: dict[tuple[str, str], Shape] = {}
@@ -72,15 +74,10 @@ def typed_batch(
     for frame in frames[1:]:
         parsed = parsed.unionByName(frame, allowMissingColumns=True)
     keys = {(s.topic, s.schema_id): s.key for s in found.all()}
-    sampled = F.lit(None).cast("string")
-    for (topic, schema_id), key in keys.items():
-        if key is not None:
-            these = (F.col("topic") == topic) & (F.col("schema_id") == schema_id)
-            sampled = F.when(these, F.lit(key)).otherwise(sampled)
-    narrow = parsed.select(
-        "topic", "schema_id", "present", "p_op", "p_status", "p_data_collection", sampled.alias("key")
+    figures = typed_figures(
+        [(p.topic, ids[p.value_schema], keys.get((p.topic, ids[p.value_schema])), p.span) for p in parts]
     )
-    return parsed, found, census(narrow)
+    return parsed, found, figures
 
 
 def _grouped(shapes: dict[tuple[str, str], Shape]) -> Shapes:

@@ -57,15 +57,23 @@ def parquet_log(records: list[dict], folder: Path) -> list[str]:
     return sorted({r["topic"] for r in records})
 
 
+# One bytes object per schema text, as the streamer keeps them: the log writer starts a
+# file where the schema object changes (`ParquetEventLog._run`).
+_SCHEMAS: dict[bytes, bytes] = {}
+
+
 def log_record(record: dict) -> Any:
     """`record` as the streamer hands it to the Parquet log: payloads apart from their
     schemas, a transaction's BEGIN and END marked as such (`Record.boundary`)."""
     from cdc_core.events.envelope import Record
 
     (key, key_schema), (value, value_schema) = _apart(record["key"]), _apart(record["value"])
+    key_schema, value_schema = (
+        None if s is None else _SCHEMAS.setdefault(s, s) for s in (key_schema, value_schema)
+    )
     boundary = None
     if record["topic"].endswith(".transaction") and value is not None:
-        boundary = json.loads(value)["status"]
+        boundary = json.loads(value).get("status")
     return Record(record["topic"], key, value, (), key_schema, value_schema, boundary)
 
 

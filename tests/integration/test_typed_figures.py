@@ -1,0 +1,133 @@
+"""The census and order keys of a batch of typed files, read on the driver
+(`spark_jobs.merge.typed_figures`), are those Spark's aggregations give over the same
+records: the merge takes its counts, its check of unknown records and each table's
+positions from them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support.events import event, row, tombstone, transaction
+from tests.support.merge_forms import parquet_log
+
+pytestmark = pytest.mark.integration
+
+OTHER = "tm.shop.others"
+
+
+def _elsewhere(record: dict) -> dict:
+    return {**record, "topic": OTHER}
+
+
+def _boundary(status: str, rank: int, counts: dict[str, int] | None = None) -> dict:
+    """A BEGIN or END with its Connect schema, as the streamer writes them (typed files)."""
+    from cdc_core.transactions import TRANSACTION_KEY_SCHEMA, TRANSACTION_VALUE_SCHEMA
+
+    record = transaction(status, rank, counts)
+    key = {"schema": TRANSACTION_KEY_SCHEMA, "payload": json.loads(record["key"])}
+    value = {"schema": TRANSACTION_VALUE_SCHEMA, "payload": json.loads(record["value"])}
+    return {**record, "key": json.dumps(key), "value": json.dumps(value)}
+
+
+def _records() -> list[dict]:
+    """Two tables over two epochs, where a later epoch restarts its ranks (order keys
+    compare epoch first), with tombstones; then a run of changes in no transaction, which
+    the log writes to one file, out of order."""
+    out = []
+    for epoch, rank in ((0, 7), (0, 9), (1, 2), (1, 3)):
+        out.append(_boundary("BEGIN", rank))
+        out.append(event("u", (epoch, rank, 1), before=row(rank, "a"), after=row(rank, "b")))
+        out.append(_elsewhere(event("c", (epoch, rank, 2), after=row(rank, "c"))))
+        out.append(_boundary("END", rank, {"shop.accounts": 1, "shop.others": 1}))
+    out.append(event("d", (0, 8, 1), before=row(8, "x")))
+    out.append(tombstone(8))
+    for epoch, rank in ((1, 4), (0, 12), (1, 1), (0, 6), (0, 5)):
+        out.append(event("c", (epoch, rank, 1), after=row(rank, "s"), standalone=True))
+    out.append(tombstone(5))
+    return out
+
+
+def _counted(census) -> dict:
+    """A census's counts, and the key columns its sample key names (a typed file's sample
+    is its key schema alone, with no payload)."""
+    from spark_jobs.merge.changes import key_columns
+
+    return {at: (n, bad, key and key_columns(key, at[0])) for at, (n, bad, key) in census.items()}
+
+
+def _spark_figures(parsed, prefix: str):
+    from spark_jobs.merge.census import census
+    from spark_jobs.merge.transactions import split_whole
+
+    split = split_whole(parsed, prefix)
+    try:
+        return census(parsed), split.positions()
+    finally:
+        split.release()
+
+
+@pytest.mark.parametrize(
+    "after,until",
+    [(None, None), ({"tm.shop.accounts": 1, "tm.transaction": 2}, {"tm.shop.accounts": 10, OTHER: 3})],
+    ids=["whole log", "a range"],
+)
+def test_the_files_figures_are_sparks(spark, tmp_path, after, until):
+    from spark_jobs.local_log_source import read_local_log
+    from spark_jobs.merge.records import Shapes
+    from spark_jobs.merge.transactions import split_whole
+    from spark_jobs.merge.typed_records import typed_batch
+
+    topics = parquet_log(_records(), tmp_path / "log")
+    if until is not None:
+        until = {t: until.get(t, 100) for t in topics}
+    _, parts = read_local_log(spark, tmp_path / "log", topics, after, until=until)
+    assert {p.topic for p in parts} == set(topics)
+    parsed, _, figures = typed_batch(parts, {"tm.transaction"}, Shapes())
+    counts, (upto, merged) = _spark_figures(parsed, "tm")
+
+    assert _counted(figures.census) == _counted(counts)
+    assert figures.orders is not None
+    split = split_whole(parsed, "tm", figures.orders)
+    assert split.positions() == (upto, merged)
+    assert split.per_table is None  # no Spark job for them
+    if until is None:
+        assert merged == {"shop.accounts": ([0, 5], [1, 4]), "shop.others": ([0, 7], [1, 3])}
+    else:  # the range ends before the last change and its tombstone
+        assert merged["shop.accounts"] == ([0, 6], [1, 4])
+    assert sum(n for n, _, _ in counts.values()) > 0
+
+
+def test_an_order_key_without_its_epoch_is_left_to_spark_and_a_record_not_an_event_is_counted(
+    spark, tmp_path
+):
+    from spark_jobs.local_log_source import read_local_log
+    from spark_jobs.merge.records import Shapes
+    from spark_jobs.merge.typed_records import typed_batch
+
+    record = event("c", (0, 4, 1), after=row(4, "n"))
+    value = json.loads(record["value"])
+    value["payload"]["transaction"]["transaction_epoch"] = None
+    x = {"type": "int32", "optional": True, "field": "x"}
+    stranger = {"schema": {"type": "struct", "fields": [x]}}
+    # a status that could tell a boundary, but does not
+    shy = {
+        "schema": {"type": "struct", "fields": [{"type": "string", "optional": True, "field": "status"}, x]}
+    }
+    records = [
+        record | {"value": json.dumps(value)},
+        event("c", (0, 5, 1), after=row(5, "m")),
+        # (on a table's topic, a schema that is not an event's is refused before this)
+        record | {"topic": "tm.transaction", "value": json.dumps(stranger | {"payload": {"x": 1}})},
+        record
+        | {"topic": "tm.transaction", "value": json.dumps(shy | {"payload": {"status": None, "x": 2}})},
+    ]
+    topics = parquet_log(records, tmp_path / "log")
+    _, parts = read_local_log(spark, tmp_path / "log", topics)
+    parsed, _, figures = typed_batch(parts, {"tm.transaction"}, Shapes())
+
+    assert figures.orders is None
+    counts, _ = _spark_figures(parsed, "tm")
+    assert _counted(figures.census) == _counted(counts)
+    assert sorted((n, bad) for n, bad, _ in counts.values()) == [(1, 1), (1, 1), (2, 0)]

@@ -28,6 +28,7 @@ from cdc_core.events.envelope import SCHEMA_HEADER
 from spark_jobs.merge.records import document_envelope
 from spark_jobs.merge.typed_figures import FileSpan
 from spark_jobs.merge.typed_records import TypedPart, connect_json
+from spark_jobs.session import empty_frame
 
 if TYPE_CHECKING:
     from cdc_core.sinks.parquet_log import Segment
@@ -62,7 +63,7 @@ def read_local_log(
         frames += texts
         parts += typed_parts
     if not frames:
-        return spark.createDataFrame([], _EMPTY), parts
+        return empty_frame(spark, _EMPTY), parts
     result = frames[0]
     for frame in frames[1:]:
         result = result.unionByName(frame)

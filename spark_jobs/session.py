@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.classpath import PROJECT_ROOT, spark_jars_csv
 
@@ -99,3 +99,14 @@ def session_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterat
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+def empty_frame(spark: SparkSession, schema: str) -> DataFrame:
+    """A frame of no rows that Spark's optimizer knows is empty (it becomes an empty local
+    relation, where `createDataFrame([], ...)` is an RDD it must run): a plan over it, a
+    union with it, or a sample of it costs no Spark job."""
+    from pyspark.sql import functions as F
+
+    fields = spark.createDataFrame([], schema).schema.fields  # (its schema only: no job)
+    columns = [F.lit(None).cast(f.dataType).alias(f.name) for f in fields]
+    return spark.range(1).select(*columns).where(F.lit(False))

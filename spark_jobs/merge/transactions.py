@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.hadoop_files import delete_tree, exists, subfolders, write_text
 from spark_jobs.merge.records import RECORDS
+from spark_jobs.session import empty_frame
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ class PendingStore:
     def read(self, batch_id: int) -> DataFrame:
         previous = self._latest_before(batch_id)
         if previous is None:
-            return self.spark.createDataFrame([], RECORDS)
+            return empty_frame(self.spark, RECORDS)
         return self.spark.read.schema(RECORDS).parquet(self._path(previous))
 
     def write(self, batch_id: int, held: DataFrame | None) -> None:

@@ -67,7 +67,7 @@ def typed_figures(
     parts: Sequence[tuple[str, int, str | None, FileSpan]],
 ) -> Figures:
     """`parts`: (topic, schema id, the schema's sample key, the files and offsets). The
-    census counts records with a value (tombstones have none); the order keys are taken
+    census counts records with a value, as `census.census` does; the order keys are taken
     over the events that number their place in a transaction (`total_order`), as
     `transactions.split_whole` takes them."""
     census: Census = {}

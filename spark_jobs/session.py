@@ -106,7 +106,9 @@ def empty_frame(spark: SparkSession, schema: str) -> DataFrame:
     relation, where `createDataFrame([], ...)` is an RDD it must run): a plan over it, a
     union with it, or a sample of it costs no Spark job."""
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
-    fields = spark.createDataFrame([], schema).schema.fields  # (its schema only: no job)
-    columns = [F.lit(None).cast(f.dataType).alias(f.name) for f in fields]
+    fields = T.DataType.fromDDL(schema)
+    assert isinstance(fields, T.StructType), schema
+    columns = [F.lit(None).cast(f.dataType).alias(f.name) for f in fields.fields]
     return spark.range(1).select(*columns).where(F.lit(False))

@@ -10,7 +10,7 @@ the merge lists them and reads their footers there (`spark_jobs.local_log_source
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -125,23 +125,21 @@ def _batch_tally(batch: pa.RecordBatch, span: FileSpan, columns: dict[str, tuple
     if not _count(ordered):
         return tally
     if "p_epoch" not in fields or "p_rank" not in fields:
-        return _Tally(tally.records, tally.unknown, whole_keys=False)
+        tally.whole_keys = False
+        return tally
     epoch = pc.filter(fields["p_epoch"], ordered)
     rank = pc.filter(fields["p_rank"], ordered)
     if epoch.null_count or rank.null_count:
-        return _Tally(tally.records, tally.unknown, whole_keys=False)
-    tally.first, tally.last = _lowest(epoch, rank), _highest(epoch, rank)
+        tally.whole_keys = False
+        return tally
+    tally.first, tally.last = _extreme(epoch, rank, pc.min), _extreme(epoch, rank, pc.max)
     return tally
 
 
-def _lowest(epoch: pa.Array, rank: pa.Array) -> Key:
-    low = pc.min(epoch)
-    return (low.as_py(), pc.min(pc.filter(rank, pc.equal(epoch, low))).as_py())
-
-
-def _highest(epoch: pa.Array, rank: pa.Array) -> Key:
-    high = pc.max(epoch)
-    return (high.as_py(), pc.max(pc.filter(rank, pc.equal(epoch, high))).as_py())
+def _extreme(epoch: pa.Array, rank: pa.Array, pick: Callable[[pa.Array], pa.Scalar]) -> Key:
+    """The lowest (`pc.min`) or highest (`pc.max`) order key: epoch first, then rank."""
+    at = pick(epoch)
+    return (at.as_py(), pick(pc.filter(rank, pc.equal(epoch, at))).as_py())
 
 
 def _count(mask: pa.Array) -> int:

@@ -104,6 +104,41 @@ def merge_changes(
 # Deletion vectors: a MERGE marks replaced rows instead of rewriting whole files, so a
 # batch costs about its own size, not the table's. Type widening: see `evolution`.
 TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true", "delta.enableTypeWidening": "true"}
+# Delta refuses these characters in column names unless the table maps its columns by
+# name (column mapping), and a source may use them (MySQL: `order date`, `a,b`, `x=y`).
+# Only such tables get it: their Parquet files then name columns by id, which engines
+# reading the files without Delta's log, or without column mapping support, cannot follow.
+_UNMAPPED = frozenset(" ,;{}()\n\t=")
+NAME_MAPPING = {"delta.columnMapping.mode": "name"}
+
+
+def _names(schema: T.StructType) -> list[str]:
+    """Every field name in `schema`, nested struct fields included."""
+    names = []
+    for part in schema.fields:
+        names.append(part.name)
+        if isinstance(part.dataType, T.StructType):
+            names += _names(part.dataType)
+    return names
+
+
+def needs_name_mapping(schema: T.StructType, stored: T.StructType | None = None) -> bool:
+    """Whether `schema` has a column name Delta takes only with column mapping (of those
+    `stored` does not have yet, when given: a table that holds one already maps them)."""
+    known = set(_names(stored)) if stored is not None else set()
+    return any(_UNMAPPED & set(name) for name in _names(schema) if name not in known)
+
+
+def table_properties(schema: T.StructType) -> dict[str, str]:
+    """The properties a new table with `schema` is created with."""
+    return {**TABLE_PROPERTIES, **(NAME_MAPPING if needs_name_mapping(schema) else {})}
+
+
+def enable_name_mapping(spark: SparkSession, path: str) -> None:
+    """Let the next MERGE add columns whose names Delta otherwise refuses (column mapping
+    by name: the columns already there keep their physical names)."""
+    mode = ", ".join(f"'{k}' = '{v}'" for k, v in NAME_MAPPING.items())
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({mode})")
 
 
 def create_table(
@@ -114,13 +149,13 @@ def create_table(
     cluster_by: tuple[str, ...] = (),
 ) -> None:
     """The table with `empty`'s schema, partitioned or clustered (liquid clustering) as
-    configured, with TABLE_PROPERTIES. Two merges creating it at once: one wins, the
+    configured, with `table_properties`. Two merges creating it at once: one wins, the
     other finds it there."""
     from delta.tables import DeltaTable
 
     check_layout(path, empty, partition_by, cluster_by)
     builder = DeltaTable.createIfNotExists(spark).location(path).addColumns(empty.schema)
-    for key, value in TABLE_PROPERTIES.items():
+    for key, value in table_properties(empty.schema).items():
         builder = builder.property(key, value)
     if partition_by:
         builder = builder.partitionedBy(*partition_by)
@@ -142,7 +177,7 @@ def create_with_rows(
     the caller MERGEs into it instead. Clustered tables are created empty (`create_table`):
     Spark's writer leaves clustering out."""
     check_layout(path, rows, partition_by, ())
-    writer = rows.write.format("delta").mode("errorifexists").options(**TABLE_PROPERTIES)
+    writer = rows.write.format("delta").mode("errorifexists").options(**table_properties(rows.schema))
     if metadata:
         writer = writer.option("userMetadata", json.dumps(metadata, sort_keys=True))
     if partition_by:

@@ -11,7 +11,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.merge import promoted
 from spark_jobs.merge.changes import estimated_bytes, newest_per_key
-from spark_jobs.merge.delta_apply import enable_type_widening, merge_changes
+from spark_jobs.merge.delta_apply import (
+    enable_name_mapping,
+    enable_type_widening,
+    merge_changes,
+    needs_name_mapping,
+)
 from spark_jobs.merge.options import TableOptions
 from spark_jobs.merge.scd2 import merge_history
 
@@ -40,6 +45,8 @@ def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
         promoted.fill_new(session, plan.path, plan.stored, table.promoted)
     if plan.widen:
         enable_type_widening(session, plan.path)
+    if plan.stored is not None and needs_name_mapping(plan.rows.schema, plan.stored):
+        enable_name_mapping(session, plan.path)
     layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
     commit = {"tidemark": plan.metadata}
     if table.scd2:

@@ -144,6 +144,26 @@ def test_an_added_column_appears_in_the_table(spark, tmp_path, form):
     assert rows == [(1, 1), (2, 3)]
 
 
+@pytest.mark.parametrize("scd2", [False, True], ids=["latest", "scd2"])
+def test_a_column_named_as_delta_refuses_is_added_to_a_table_mapping_names(spark, tmp_path, form, scd2):
+    from delta.tables import DeltaTable
+
+    from cdc_core.events.connect_schema import field
+    from spark_jobs.merge.options import MergeOptions
+
+    options = MergeOptions(scd2=r"shop\.accounts") if scd2 else None
+    odd = "due (date), x=y"
+    wider = [*FIELDS, field("string", odd)]
+    merge_as(form, spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "ann"))], options)
+    path = f"{tmp_path}/shop.accounts"
+    assert "delta.columnMapping.mode" not in DeltaTable.forPath(spark, path).detail().first().properties
+    later = row(2, "bob", extra={odd: "soon"})
+    merge_as(form, spark, tmp_path, [event("c", (0, 2, 1), after=later, fields=wider)], options)
+    table = DeltaTable.forPath(spark, path)
+    assert table.detail().first().properties["delta.columnMapping.mode"] == "name"
+    assert sorted((r.id, r[odd]) for r in table.toDF().collect()) == [(1, None), (2, "soon")]
+
+
 def test_each_commit_records_the_source_offsets_it_reached(spark, tmp_path, form):
     import json
 

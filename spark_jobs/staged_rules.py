@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from cdc_core.filters import Hash, Mask, Truncate
 from cdc_core.snapshot.staged_form import ShapedColumn, StagedForm
 from cdc_core.source import IDENTITY
+from spark_jobs.sql_names import quoted
 
 # hashlib names → Spark's functions giving the same lowercase hex digest of UTF-8 text.
 HASHES: dict[str, Callable[[Column], Column]] = {
@@ -55,13 +56,13 @@ def shaped_expression(column: ShapedColumn) -> Column | None:
         else:  # a rule this module does not know yet: never stage it unshaped
             return None
     assert value is not None  # a column is shaped only when some rule applies to it
-    source = F.col(f"`{column.name}`")
+    source = F.col(quoted(column.name))
     return F.when(source.isNull(), F.lit(None).cast("string")).otherwise(value).alias(column.name)
 
 
 def _event_text(column: ShapedColumn) -> Column | None:
     """The text of the column's event value, where it is the value Spark reads."""
-    source = F.col(f"`{column.name}`")
+    source = F.col(quoted(column.name))
     if column.mapping.text:
         return source.cast("string")
     if column.mapping.convert is IDENTITY and column.mapping.schema.get("type") in _INTEGERS:

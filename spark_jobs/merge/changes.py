@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
+from spark_jobs.sql_names import columns, quoted
 
 PATCH = "_cdc_patch"  # a document update's change alone (JSON text); see spark_jobs.merge.patches
 ORDER_KEY = ("_cdc_epoch", "_cdc_rank", "_cdc_total_order")
@@ -84,7 +85,8 @@ def _typed(parsed: DataFrame, shape: Shape) -> DataFrame:
     fields = row_fields(shape.schema)
     row = parsed.where(F.col("p_op").isin(*CHANGE_OPS))
     columns: list[Column] = [
-        connect_types.convert(F.col(f"{shape.column}.`{f['field']}`"), f).alias(f["field"]) for f in fields
+        connect_types.convert(F.col(f"{shape.column}.{quoted(f['field'])}"), f).alias(f["field"])
+        for f in fields
     ]
     if document_envelope(shape.schema):  # an update's change alone, for `patches.rebuilt`
         columns.append(F.col(f"{shape.column}.patch").alias(PATCH))
@@ -125,5 +127,6 @@ def newest_per_key(rows: DataFrame, keys: tuple[str, ...]) -> DataFrame:
     no sort; the order of events in the batch does not matter."""
     others = [c for c in rows.columns if c not in keys]
     order = F.struct(*[F.col(c) for c in ORDER_KEY])
-    newest = rows.groupBy(*keys).agg(F.max_by(F.struct(*others), order).alias("_e"))
-    return newest.select(*keys, *[F.col(f"_e.`{c}`").alias(c) for c in others]).select(*rows.columns)
+    newest = rows.groupBy(*columns(keys)).agg(F.max_by(F.struct(*columns(others)), order).alias("_e"))
+    picked = [F.col(f"_e.{quoted(c)}").alias(c) for c in others]
+    return newest.select(*columns(keys), *picked).select(*columns(rows.columns))

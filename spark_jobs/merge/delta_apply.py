@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.changes import ORDER_KEY
 from spark_jobs.session import session_settings
+from spark_jobs.sql_names import columns, quoted
 from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
@@ -77,7 +78,7 @@ def merge_changes(
             create_table(spark, path, changes.limit(0), partition_by, cluster_by)
         elif create_with_rows(spark, path, changes, commit_metadata, partition_by):
             return
-    on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in keys)
     source = F.broadcast(changes) if broadcast else changes
     builder = DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), on).withSchemaEvolution()
     documents = [f.name for f in changes.schema.fields if isinstance(f.dataType, T.VariantType)]
@@ -85,11 +86,11 @@ def merge_changes(
         # An event without its document (a MongoDB delete without pre-images, an update
         # whose lookup found the document gone) keeps the stored one: a tombstone keeps
         # the row's last values, and a later event of the key supersedes it anyway.
-        assignments = {c: f"s.`{c}`" for c in changes.columns}
-        assignments.update({c: f"coalesce(s.`{c}`, t.`{c}`)" for c in documents})
+        assignments = {c: f"s.{quoted(c)}" for c in changes.columns}
+        assignments.update({c: f"coalesce(s.{quoted(c)}, t.{quoted(c)})" for c in documents})
         assignments.update(
             {
-                c: f"CASE WHEN s.`{d}` IS NULL THEN t.`{c}` ELSE s.`{c}` END"
+                c: f"CASE WHEN s.{quoted(d)} IS NULL THEN t.{quoted(c)} ELSE s.{quoted(c)} END"
                 for c, d in (derived or {}).items()
             }
         )
@@ -138,7 +139,7 @@ def enable_name_mapping(spark: SparkSession, path: str) -> None:
     """Let the next MERGE add columns whose names Delta otherwise refuses (column mapping
     by name: the columns already there keep their physical names)."""
     mode = ", ".join(f"'{k}' = '{v}'" for k, v in NAME_MAPPING.items())
-    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({mode})")
+    spark.sql(f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES ({mode})")
 
 
 def create_table(
@@ -203,7 +204,7 @@ def check_layout(
 
 def enable_type_widening(spark: SparkSession, path: str) -> None:
     """Let the next MERGE widen column types in place (Delta's type widening feature)."""
-    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    spark.sql(f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
 
 
 def commit_settings(spark: SparkSession, metadata: dict[str, Any] | None) -> AbstractContextManager[None]:
@@ -222,7 +223,7 @@ def live_rows(spark: SparkSession, path: str, bookkeeping: bool = False) -> Data
     frame = frame.where(F.col("_cdc_current") if "_cdc_current" in frame.columns else ~F.col("_cdc_deleted"))
     if bookkeeping:
         return frame
-    return frame.select(*[c for c in frame.columns if not c.startswith(BOOKKEEPING_PREFIX)])
+    return frame.select(*columns(c for c in frame.columns if not c.startswith(BOOKKEEPING_PREFIX)))
 
 
 def collect_tombstones(spark: SparkSession, path: str, retention_hours: float) -> int:

@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.connector import DocumentPatches
 from spark_jobs.merge.changes import ORDER_KEY, PATCH
+from spark_jobs.sql_names import columns, quoted
 
 _STORED, _STORED_DELETED = "stored", "stored-deleted"  # the stored row's place in a key's history
 _STEP = T.StructType(
@@ -38,35 +39,37 @@ def rebuilt(
 ) -> DataFrame:
     """`rows` without `PATCH`, each change-only event's `document` rebuilt; `stored`: the
     table as it is (None before it exists)."""
-    pending = rows.where(F.col(PATCH).isNotNull() & F.col(f"`{document}`").isNull())
+    pending = rows.where(F.col(PATCH).isNotNull() & F.col(quoted(document)).isNull())
     if pending.isEmpty():
         return rows.drop(PATCH)
-    touched = pending.select(*keys).distinct()
+    touched = pending.select(*columns(keys)).distinct()
     steps = rows.join(touched, list(keys), "left_semi").select(
-        *keys, *ORDER_KEY, "_cdc_op", F.to_json(f"`{document}`").alias("_doc"), PATCH
+        *columns(keys), *ORDER_KEY, "_cdc_op", F.to_json(quoted(document)).alias("_doc"), PATCH
     )
     if stored is not None:
         before = stored.join(touched, list(keys), "left_semi").select(
-            *keys,
+            *columns(keys),
             *ORDER_KEY,
             F.when(F.col("_cdc_deleted"), F.lit(_STORED_DELETED)).otherwise(F.lit(_STORED)).alias("_cdc_op"),
-            F.to_json(f"`{document}`").alias("_doc"),
+            F.to_json(quoted(document)).alias("_doc"),
             F.lit(None).cast("string").alias(PATCH),
         )
         steps = steps.unionByName(before)
     fold = F.udf(_folder(patches.apply), T.ArrayType(_STEP))
     history = F.collect_list(F.struct(*ORDER_KEY, "_cdc_op", "_doc", PATCH))
     folded = (
-        steps.groupBy(*keys)
+        steps.groupBy(*columns(keys))
         .agg(fold(history).alias("_steps"))
-        .select(*keys, F.explode("_steps").alias("_s"))
+        .select(*columns(keys), F.explode("_steps").alias("_s"))
         .select(
-            *keys, *[F.col(f"_s.{c}").alias(c) for c in ORDER_KEY], F.col("_s.document").alias("_rebuilt")
+            *columns(keys),
+            *[F.col(f"_s.{c}").alias(c) for c in ORDER_KEY],
+            F.col("_s.document").alias("_rebuilt"),
         )
     )
     joined = rows.join(folded, [*keys, *ORDER_KEY], "left")
-    whole = F.coalesce(F.col(f"`{document}`"), F.parse_json("_rebuilt")).alias(document)
-    return joined.select(*[whole if c == document else F.col(f"`{c}`") for c in rows.columns if c != PATCH])
+    whole = F.coalesce(F.col(quoted(document)), F.parse_json("_rebuilt")).alias(document)
+    return joined.select(*[whole if c == document else F.col(quoted(c)) for c in rows.columns if c != PATCH])
 
 
 def _folder(apply: Any) -> Any:

@@ -26,6 +26,7 @@ from pyspark.sql import types as T
 
 from cdc_core.config.orchestration import promoted_fields
 from cdc_core.errors import TidemarkError
+from spark_jobs.sql_names import quoted
 
 PROPERTY = "lakehouse.promoted.fields"
 DOCUMENT_COLUMN = "document"
@@ -80,7 +81,7 @@ def _at(*path: str) -> str:
 def value(promoted: Promoted, document: str = DOCUMENT_COLUMN) -> Column:
     """The field's value in `document` (a VARIANT column of Extended JSON) as the column's
     type: the Extended JSON wrapper a type is written in is unwrapped first."""
-    kind, doc = promoted.type, f"`{document}`"
+    kind, doc = promoted.type, quoted(document)
 
     def get(*path: str, as_type: str | None = None) -> str:
         return f"try_variant_get({doc}, {_at(promoted.field, *path)}, '{as_type or kind.simpleString()}')"
@@ -115,6 +116,6 @@ def fill_new(spark: SparkSession, path: str, stored: T.StructType, fields: Seque
         return
     from delta.tables import DeltaTable
 
-    columns = ", ".join(f"`{p.field}` {p.type.simpleString()}" for p in new)
-    spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMNS ({columns})")
+    columns = ", ".join(f"{quoted(p.field)} {p.type.simpleString()}" for p in new)
+    spark.sql(f"ALTER TABLE delta.{quoted(path)} ADD COLUMNS ({columns})")
     DeltaTable.forPath(spark, path).update(set={p.field: value(p) for p in new})

@@ -22,6 +22,7 @@ from pyspark.sql import types as T
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.census import Census
+from spark_jobs.sql_names import quoted
 
 RECORDS = "topic STRING, key STRING, value STRING"
 # A record's place in its topic, when the source gives one (Kafka): carried through the
@@ -286,7 +287,7 @@ def _image(shape: Shape, patch_field: str | None = None) -> Column:
     if not document_envelope(shape.schema):
         return image
     key = F.coalesce(F.get_json_object("key", "$.payload.id"), F.get_json_object("key", "$.id"))
-    patch = F.col(f"{envelope}.`{patch_field}`") if patch_field else F.lit(None).cast("string")
+    patch = F.col(f"{envelope}.{quoted(patch_field)}") if patch_field else F.lit(None).cast("string")
     patch = F.when(F.col(f"{envelope}.op") == "u", patch)
     return F.when(
         F.col(envelope).isNotNull(), F.struct(key.alias("_id"), image.alias("document"), patch.alias("patch"))

@@ -23,6 +23,7 @@ from cdc_core.errors import TidemarkError
 from cdc_core.events.ordering import OrderKey
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.records import DOCUMENT, DOCUMENT_FIELDS
+from spark_jobs.sql_names import quoted
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,8 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
 
     def landed(c: str) -> Column:
         if c in documents:
-            return connect_types.convert(F.col(f"`{c}`"), documents[c]).alias(c)
-        return F.col(f"`{c}`").cast(types[c]).alias(c) if c in types else F.col(f"`{c}`")
+            return connect_types.convert(F.col(quoted(c)), documents[c]).alias(c)
+        return F.col(quoted(c)).cast(types[c]).alias(c) if c in types else F.col(quoted(c))
 
     staged = staged.select(*[landed(c) for c in columns], F.col("_metadata.file_path").alias("_path"))
     windows = spark.createDataFrame(
@@ -134,11 +135,14 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
             ) from None
         tagged = tagged.join(
             F.broadcast(excluded),
-            [tagged["_file"] == excluded["_excluded_file"], *[tagged[k] == excluded[k] for k in key_columns]],
+            [
+                tagged["_file"] == excluded["_excluded_file"],
+                *[tagged[quoted(k)] == excluded[quoted(k)] for k in key_columns],
+            ],
             "left_anti",
         )
     return tagged.select(
-        *[F.col(f"`{c}`") for c in columns],
+        *[F.col(quoted(c)) for c in columns],
         "_cdc_epoch",
         "_cdc_rank",
         "_cdc_total_order",

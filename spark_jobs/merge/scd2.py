@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.merge.changes import ORDER_KEY
 from spark_jobs.merge.delta_apply import commit_settings, create_table, table_exists
+from spark_jobs.sql_names import columns, quoted
 
 END = ("_cdc_end_epoch", "_cdc_end_rank", "_cdc_end_total_order")
 CURRENT = "_cdc_current"
@@ -39,23 +40,23 @@ def merge_history(
     blank = [F.lit(None).cast("long").alias(c) for c in END] + [F.lit(False).alias(CURRENT)]
     if not table_exists(spark, path):
         create_table(spark, path, versions.select("*", *blank).limit(0), partition_by, cluster_by)
-    touched = versions.select(*keys).distinct()
+    touched = versions.select(*columns(keys)).distinct()
     stored = spark.read.format("delta").load(path).join(touched, list(keys), "left_semi")
     history = (
         stored.drop(*END, CURRENT).unionByName(versions, allowMissingColumns=True).dropDuplicates(identity)
     )
-    by_key = Window.partitionBy(*keys).orderBy(*ORDER_KEY)
+    by_key = Window.partitionBy(*columns(keys)).orderBy(*ORDER_KEY)
     ends = [F.lead(F.col(c)).over(by_key).alias(e) for c, e in zip(ORDER_KEY, END, strict=True)]
     computed = history.select("*", *ends)
     computed = computed.withColumn(CURRENT, F.col(END[0]).isNull() & ~F.col("_cdc_deleted"))
-    on = " AND ".join(f"t.`{c}` = s.`{c}`" for c in identity)
-    changed = " OR ".join(f"NOT (t.`{c}` <=> s.`{c}`)" for c in (*END, CURRENT))
+    on = " AND ".join(f"t.{quoted(c)} = s.{quoted(c)}" for c in identity)
+    changed = " OR ".join(f"NOT (t.{quoted(c)} <=> s.{quoted(c)})" for c in (*END, CURRENT))
     builder = (
         DeltaTable.forPath(spark, path)
         .alias("t")
         .merge(computed.alias("s"), on)
         .withSchemaEvolution()
-        .whenMatchedUpdate(condition=changed, set={c: f"s.`{c}`" for c in (*END, CURRENT)})
+        .whenMatchedUpdate(condition=changed, set={c: f"s.{quoted(c)}" for c in (*END, CURRENT)})
         .whenNotMatchedInsertAll()
     )
     with commit_settings(spark, commit_metadata):

@@ -44,9 +44,9 @@ def test_the_stream_merged_into_delta_equals_the_source(source, ns, tmp_path, sp
     from spark_jobs.delta_merge import run_local
 
     seeded(source, ns, 400)
-    # Names Delta takes only with column mapping (a space, a comma, an equals sign), in
-    # the key too: the table is created mapping its columns by name.
-    a, b, v = "a b", "b,c", "v=1"
+    # Names Delta takes only with column mapping (a space, a comma, an equals sign), and
+    # names Spark reads as syntax unless quoted (a dot, a backtick), in the key too.
+    a, b, v = "a b.c", "b,c`d", "v=1"
     source.create_table(ns, "pairs", {a: "int", b: "text", v: "int"}, [a, b])
     extra = {"incremental.snapshot.chunk.size": 64, **FORMS[values]}
     c = source.connector(tmp_path / "connector", ns, extra)

@@ -376,6 +376,7 @@ def assert_delta_equals_source(spark: Any, connector: Connector, root: str, data
     from cdc_core.schema.model import TableId
     from spark_jobs.merge import connect_types
     from spark_jobs.merge.delta_apply import live_rows
+    from spark_jobs.sql_names import columns
 
     config = connector.config()
     session = connector_of(config).open_session(config)
@@ -397,7 +398,7 @@ def assert_delta_equals_source(spark: Any, connector: Connector, root: str, data
                     ),
                     key=repr,
                 )
-            frame = live_rows(spark, f"{root}/{database}.{table.name}").select(*schema.column_names)
+            frame = live_rows(spark, f"{root}/{database}.{table.name}").select(*columns(schema.column_names))
             delta = sorted((tuple(_plain(v) for v in r) for r in frame.collect()), key=repr)
             if delta != source:
                 only_delta = [r for r in delta if r not in source][:3]

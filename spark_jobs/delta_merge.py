@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
+from cdc_core.events.topics import table_topic
 from cdc_core.pipeline.schema_references import references_enabled
 from spark_jobs.merge import evolution, patches, promoted
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
@@ -157,7 +158,9 @@ def merge_parsed(
         .collect()
     ):
         release = parse_release(row.payload)
-        released.setdefault(release.data_collection, []).append(release)
+        # The table as its events' topic names it (`order items` on `<prefix>.db.order_items`).
+        name = table_topic(prefix, release.data_collection)[len(prefix) + 1 :]
+        released.setdefault(name, []).append(release)
     tables = topics - boundary_topics(prefix)
     events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
     plans: list[TablePlan] = []

@@ -28,6 +28,7 @@ from cdc_core.events.envelope import (
     ChangeEvent,
     Record,
 )
+from cdc_core.events.topics import table_topic
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.record_writer import RecordWriter
@@ -131,7 +132,7 @@ class Dispatcher:
     # ------------------------------------------------------------------ topics, shapers
 
     def topic_for(self, table: TableId) -> str:
-        return f"{self.prefix}.{table.topic_suffix()}"
+        return table_topic(self.prefix, table.topic_suffix())
 
     def _shaper(self, schema: Any) -> _ShaperEntry:
         entry = self._shapers.get(id(schema))

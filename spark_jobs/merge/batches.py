@@ -30,8 +30,10 @@ _COMPRESSED = "spark.sql.inMemoryColumnarStorage.compressed"
 def data_topics(prefix: str) -> str:
     """The regex of the topics the merge reads: the connector's per-table topics, its
     snapshot release records and its transaction BEGIN/END records (not the schema-change
-    topic named after the prefix itself)."""
-    return rf"{re.escape(prefix)}\.([^.]+\.[^.]+|snapshot_releases|transaction)"
+    topic named after the prefix itself, nor its one-part neighbours such as the schema
+    references' `<prefix>.schemas`). A table topic has a database and a table, either of
+    which may hold dots (a quoted MySQL name may)."""
+    return rf"{re.escape(prefix)}\.([^.]+\..+|snapshot_releases|transaction)"
 
 
 def boundary_topics(prefix: str) -> set[str]:

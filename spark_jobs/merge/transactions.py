@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from cdc_core.events.topics import REPLACEMENT, VALID
 from spark_jobs.hadoop_files import delete_tree, exists, subfolders, write_text
 from spark_jobs.merge.records import RECORDS
 from spark_jobs.session import empty_frame
@@ -55,8 +56,12 @@ BLOCK = 64
 
 
 def _table(prefix: str) -> Column:
-    """The table a record counts for: its topic's, or the one a release record releases."""
-    return F.when(F.col("topic") == f"{prefix}.snapshot_releases", F.col("p_data_collection")).otherwise(
+    """The table a record counts for: its topic's, or the one a release record releases
+    (its name as its topic has it, `cdc_core.events.topics`: a character outside the Basic
+    Multilingual Plane is two UTF-16 units, so two replacements)."""
+    wide = F.regexp_replace(F.col("p_data_collection"), "[\\x{10000}-\\x{10FFFF}]", REPLACEMENT * 2)
+    released = F.regexp_replace(wide, f"[^{VALID}]", REPLACEMENT)
+    return F.when(F.col("topic") == f"{prefix}.snapshot_releases", released).otherwise(
         F.expr(f"substring(topic, {len(prefix) + 2})")
     )
 

@@ -23,6 +23,7 @@ from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
 from spark_jobs.sql_names import columns, quoted
+from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
 
 PATCH = "_cdc_patch"  # a document update's change alone (JSON text); see spark_jobs.merge.patches
 ORDER_KEY = ("_cdc_epoch", "_cdc_rank", "_cdc_total_order")
@@ -67,6 +68,7 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
                     "default), or keep tidemark.schema.references on with its <prefix>.schemas topic, so the "
                     "merge knows each column's type"
                 )
+            _check_reserved(topic, shape)
             these = (F.col("topic") == topic) & (F.col("schema_id") == F.lit(shape.schema_id))
             frames.append(_typed(parsed.where(these), shape))
         rows = frames[0]
@@ -79,19 +81,32 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
     return out
 
 
+def _check_reserved(topic: str, shape: Shape) -> None:
+    """A source column named like the bookkeeping (`_cdc_op`, ...) would be two columns of
+    one name in Delta: refused, naming it, before anything of the batch is merged."""
+    assert shape.schema is not None
+    taken = [f["field"] for f in row_fields(shape.schema) if f["field"].startswith(BOOKKEEPING_PREFIX)]
+    if taken:
+        raise TidemarkError(
+            f"events on {topic}: column(s) {taken} begin with {BOOKKEEPING_PREFIX!r}, which the merge keeps for "
+            "its bookkeeping columns; nothing of this batch was merged (leave them out with "
+            "column.exclude.list, or rename them at the source)"
+        )
+
+
 def _typed(parsed: DataFrame, shape: Shape) -> DataFrame:
     """The parsed row image (JSON types) in its Delta types, with the bookkeeping."""
     assert shape.schema is not None
     fields = row_fields(shape.schema)
     row = parsed.where(F.col("p_op").isin(*CHANGE_OPS))
-    columns: list[Column] = [
+    images: list[Column] = [
         connect_types.convert(F.col(f"{shape.column}.{quoted(f['field'])}"), f).alias(f["field"])
         for f in fields
     ]
     if document_envelope(shape.schema):  # an update's change alone, for `patches.rebuilt`
-        columns.append(F.col(f"{shape.column}.patch").alias(PATCH))
+        images.append(F.col(f"{shape.column}.patch").alias(PATCH))
     return row.select(
-        *columns,
+        *images,
         F.col("p_epoch").alias("_cdc_epoch"),
         F.col("p_rank").alias("_cdc_rank"),
         F.col("p_total_order").alias("_cdc_total_order"),

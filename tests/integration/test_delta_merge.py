@@ -519,6 +519,18 @@ def test_a_record_that_is_not_json_fails_the_batch_and_applies_nothing(spark, tm
     assert live(spark, tmp_path) == [(1, "a")]
 
 
+def test_a_source_column_named_like_the_bookkeeping_fails_the_batch_naming_it(spark, tmp_path, form):
+    from cdc_core.errors import TidemarkError
+    from cdc_core.events.connect_schema import field
+
+    merge_as(form, spark, tmp_path, [event("c", (0, 1, 1), after=row(1, "a"))])
+    clash = [*FIELDS, field("string", "_cdc_op")]
+    update = event("u", (0, 2, 1), before=row(1, "a"), after=row(1, "a2"))
+    with pytest.raises(TidemarkError, match=r"\['_cdc_op'\] begin with '_cdc_'.*column.exclude.list"):
+        merge_as(form, spark, tmp_path, [update, event("c", (0, 2, 2), after=row(2, "b", extra={"_cdc_op": "x"}), fields=clash)])  # fmt: skip
+    assert live(spark, tmp_path) == [(1, "a")]
+
+
 def test_a_release_leaves_out_its_excluded_keys_whatever_their_type(spark, tmp_path):
     """A release record carries the keys changed inside its window as event values (base64
     bytes, epoch microseconds, ...) with their fields' schemas; the merge compares them with

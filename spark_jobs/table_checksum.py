@@ -18,7 +18,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.sql_names import quoted
+from spark_jobs.sql_names import column
 
 BOOKKEEPING_PREFIX = "_cdc_"
 
@@ -30,7 +30,7 @@ def table_checksum(df: DataFrame) -> dict[str, int]:
     same rows and column types agree whatever their column order or partitioning.
     """
     columns = sorted(c for c in df.columns if not c.startswith(BOOKKEEPING_PREFIX))
-    row_json = F.to_json(F.struct(*[F.col(quoted(c)) for c in columns]))
+    row_json = F.to_json(F.struct(*[column(c) for c in columns]))
     result = df.agg(
         F.count(F.lit(1)).alias("rows"),
         F.coalesce(F.sum(F.xxhash64(row_json).cast("decimal(38,0)")), F.lit(0)).alias("checksum"),

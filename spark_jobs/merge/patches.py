@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.connector import DocumentPatches
 from spark_jobs.merge.changes import ORDER_KEY, PATCH
-from spark_jobs.sql_names import columns, quoted
+from spark_jobs.sql_names import column, columns, quoted
 
 _STORED, _STORED_DELETED = "stored", "stored-deleted"  # the stored row's place in a key's history
 _STEP = T.StructType(
@@ -39,7 +39,7 @@ def rebuilt(
 ) -> DataFrame:
     """`rows` without `PATCH`, each change-only event's `document` rebuilt; `stored`: the
     table as it is (None before it exists)."""
-    pending = rows.where(F.col(PATCH).isNotNull() & F.col(quoted(document)).isNull())
+    pending = rows.where(F.col(PATCH).isNotNull() & column(document).isNull())
     if pending.isEmpty():
         return rows.drop(PATCH)
     touched = pending.select(*columns(keys)).distinct()
@@ -68,8 +68,8 @@ def rebuilt(
         )
     )
     joined = rows.join(folded, [*keys, *ORDER_KEY], "left")
-    whole = F.coalesce(F.col(quoted(document)), F.parse_json("_rebuilt")).alias(document)
-    return joined.select(*[whole if c == document else F.col(quoted(c)) for c in rows.columns if c != PATCH])
+    whole = F.coalesce(column(document), F.parse_json("_rebuilt")).alias(document)
+    return joined.select(*[whole if c == document else column(c) for c in rows.columns if c != PATCH])
 
 
 def _folder(apply: Any) -> Any:

@@ -23,7 +23,7 @@ from cdc_core.errors import TidemarkError
 from cdc_core.events.ordering import OrderKey
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.records import DOCUMENT, DOCUMENT_FIELDS
-from spark_jobs.sql_names import quoted
+from spark_jobs.sql_names import column, quoted
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,8 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
 
     def landed(c: str) -> Column:
         if c in documents:
-            return connect_types.convert(F.col(quoted(c)), documents[c]).alias(c)
-        return F.col(quoted(c)).cast(types[c]).alias(c) if c in types else F.col(quoted(c))
+            return connect_types.convert(column(c), documents[c]).alias(c)
+        return column(c).cast(types[c]).alias(c) if c in types else column(c)
 
     staged = staged.select(*[landed(c) for c in columns], F.col("_metadata.file_path").alias("_path"))
     windows = spark.createDataFrame(
@@ -142,7 +142,7 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
             "left_anti",
         )
     return tagged.select(
-        *[F.col(quoted(c)) for c in columns],
+        *[column(c) for c in columns],
         "_cdc_epoch",
         "_cdc_rank",
         "_cdc_total_order",

@@ -33,9 +33,9 @@ from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from cdc_core.events.topics import table_topic
 from cdc_core.pipeline.schema_references import references_enabled
-from spark_jobs.merge import evolution, patches, promoted
+from spark_jobs.merge import evolution, patches, promoted, truncation
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
-from spark_jobs.merge.changes import PATCH, table_changes
+from spark_jobs.merge.changes import PATCH, merge_keys, table_changes
 from spark_jobs.merge.cutting import value_text
 from spark_jobs.merge.delta_apply import table_exists
 from spark_jobs.merge.kafka_source import kafka_records
@@ -163,12 +163,13 @@ def merge_parsed(
         released.setdefault(name, []).append(release)
     tables = topics - boundary_topics(prefix)
     events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
+    marks = truncation.batch_marks(parsed, tables)
     plans: list[TablePlan] = []
     for name in sorted(set(events) | set(released)):
         path = f"{root.rstrip('/')}/{name}"
         changes = events.get(name)
         rows = changes.rows if changes else None
-        keys = changes.key_columns if changes else released[name][0].key_columns
+        keys = merge_keys(changes, released[name][0].key_columns if name in released else None)
         stored = table_schema(spark, path)
         like = rows.schema if rows is not None else stored
         if name in released:
@@ -195,7 +196,10 @@ def merge_parsed(
             metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
         # At most one row per event of the table (and per released row, counted apart).
         events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
-        plans.append(TablePlan(name, path, rows, keys, table, stored, widen, events_in_batch, metadata))
+        truncated = tuple(marks.get(topic, ()))  # oldest first
+        plans.append(
+            TablePlan(name, path, rows, keys, table, stored, widen, events_in_batch, metadata, truncated)
+        )
     merge_each(
         spark,
         plans,

@@ -108,7 +108,7 @@ COMMON_PROPERTIES: list[Property] = [
         "list",
         default=["t"],
         check=_skipped_ops,
-        description="Operations not emitted: any of c, u, d, t; `none` emits all.",
+        description='Operations not emitted: any of c, u, d, t; `none` emits all. Set `none` to land TRUNCATEs in Delta (see "Delta merge").',
     ),
     Property(
         "tombstones.on.delete",

@@ -11,6 +11,7 @@ keeps its order key.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ from cdc_core.transactions import (
     begin_payload,
     end_payload,
 )
+
+log = logging.getLogger("tidemark.dispatcher")
 
 
 def make_offset(
@@ -236,6 +239,12 @@ class Dispatcher:
         schema = item.table
         self.stats.last_source_ts_ms = item.ts_ms
         if not self.tables.captures(schema.id) or item.op in self.skipped_ops:
+            if item.op == OP_TRUNCATE and self.tables.captures(schema.id):
+                log.warning(
+                    "TRUNCATE of %s not emitted (skipped.operations holds t, the default): its rows stay in "
+                    "every copy downstream, Delta included; set skipped.operations to none to land truncates",
+                    schema.id,
+                )
             return
         suppressed = self._rows_in_txn <= self._suppress_rows
         entry = self._shaper(schema)

@@ -46,6 +46,7 @@ def window_to_json(window: Window) -> dict[str, Any]:
         **({} if window.in_log else {"in_log": False}),
         **({} if window.partition is None else {"partition": window.partition}),
         **({} if window.driver_hi is None else {"driver_hi": encode_key(window.driver_hi)}),
+        **({"truncated": True} if window.truncated else {}),
     }
 
 
@@ -65,6 +66,7 @@ def window_from_json(d: dict[str, Any]) -> Window:
         bool(d.get("in_log", True)),
         d.get("partition"),
         decode_key(d.get("driver_hi")),  # absent in files of earlier releases: `hi` serves
+        bool(d.get("truncated")),
     )
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cdc_core.events.envelope import OP_CREATE
+from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE
 from cdc_core.schema.model import Column, TableId, TableSchema
 from cdc_core.signals.actions import (
     INTERNAL_TYPES,
@@ -230,6 +230,10 @@ class SnapshotStage(WindowReleases, ReadOnlyWindows, BlockingSnapshots):
 
     def _observe(self, item: RowChange) -> None:
         windows = self.tracker.windows_of(item.table.id)
+        if item.op == OP_TRUNCATE:  # no key to record: every key of the table changed
+            for window in windows:
+                window.truncated = True
+            return
         for key_columns in {w.key_columns for w in windows}:
             key_of = self.keys.key_of(item.table, key_columns)
             if key_of is None:  # the key column is gone: record nothing, the HW check discards the window

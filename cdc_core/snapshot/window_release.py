@@ -131,6 +131,9 @@ class WindowReleases:
                 return []
             if progress.done or (window.index is not None and window.index in progress.done_windows):
                 return []  # a planned window released before (the reader ran again)
+            if window.truncated:
+                self._read_again(snapshot, progress, window, "the table was truncated inside the window")
+                return []
             if window.schema_changed or schema.column_names != columns:
                 self._read_again(snapshot, progress, window, "the table's schema changed inside the window")
                 return []

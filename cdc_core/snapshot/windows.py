@@ -50,6 +50,7 @@ class Window:
     # next window's lower bound, which goes back to the database (a canonical form need not
     # be a value the database can compare: MongoDB's is an `_id`'s Extended JSON text).
     driver_hi: Key | None = None
+    truncated: bool = False  # a TRUNCATE of the table mid-window: every key changed
 
     def covers(self, key: Key) -> bool:
         if not self.exact_range:

@@ -35,19 +35,35 @@ class TableChanges:
     """One table's change rows in a batch."""
 
     topic: str
-    key_columns: tuple[str, ...]
+    key_columns: tuple[str, ...]  # empty: no event of the batch had one (`merge_keys`)
     rows: DataFrame
 
 
 def key_columns(key_text: str | None, topic: str) -> tuple[str, ...]:
     if key_text is None:
-        raise TidemarkError(
-            f"events on {topic} have no key: a Delta MERGE needs one (a primary key or message.key.columns)"
-        )
+        raise _no_key(topic)
     key = json.loads(key_text)
     if isinstance(key, dict) and "schema" in key and "payload" in key:
         return tuple(f["field"] for f in key["schema"]["fields"])
     return tuple(key)
+
+
+def _no_key(topic: str) -> TidemarkError:
+    return TidemarkError(
+        f"events on {topic} have no key: a Delta MERGE needs one (a primary key or message.key.columns)"
+    )
+
+
+def merge_keys(changes: TableChanges | None, released: tuple[str, ...] | None) -> tuple[str, ...]:
+    """What a table's batch is MERGEd by: its events' key, else its released windows'.
+    None of either: the batch holds truncates of the table alone (a truncate has no key),
+    or rows of a table without a key, which are refused."""
+    keys = changes.key_columns if changes is not None else ()
+    if not keys and released:
+        return released
+    if not keys and changes is not None and not changes.rows.isEmpty():
+        raise _no_key(changes.topic)
+    return keys
 
 
 def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[TableChanges]:
@@ -59,7 +75,10 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
         if not variants:
             continue
         documents = document_envelope(variants[0].schema)
-        keys = ("_id",) if documents else key_columns(variants[0].key, topic)
+        # A truncate has no key: the key comes from the batch's keyed events, and a batch
+        # holding only truncates of the table has none (nor rows to MERGE by one).
+        sample = next((v.key for v in variants if v.key is not None), None)
+        keys = ("_id",) if documents else key_columns(sample, topic) if sample is not None else ()
         frames = []
         for shape in variants:
             if shape.schema is None:

@@ -9,16 +9,18 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.merge import promoted
+from spark_jobs.merge import promoted, truncation
 from spark_jobs.merge.changes import estimated_bytes, newest_per_key
 from spark_jobs.merge.delta_apply import (
+    commit_settings,
+    create_table,
     enable_name_mapping,
     enable_type_widening,
     merge_changes,
     needs_name_mapping,
 )
 from spark_jobs.merge.options import TableOptions
-from spark_jobs.merge.scd2 import merge_history
+from spark_jobs.merge.scd2 import merge_history, versioned
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,13 @@ class TablePlan:
     name: str
     path: str
     rows: DataFrame
-    keys: tuple[str, ...]
+    keys: tuple[str, ...]  # empty: the batch holds truncates of the table and no row
     table: TableOptions
     stored: Any  # the Delta table's schema, None before its first merge
     widen: bool  # a column's type widens: type widening is turned on first
     events: int  # at most this many rows in the batch (events and released rows)
     metadata: dict[str, Any] = field(default_factory=dict)  # the commit's `tidemark` metadata
+    truncated: tuple[truncation.Mark, ...] = ()  # the batch's truncates of the table, oldest first
 
 
 def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
@@ -49,17 +52,50 @@ def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
         enable_name_mapping(session, plan.path)
     layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
     commit = {"tidemark": plan.metadata}
+    rows, whole = _truncated(session, plan, commit, layout)
+    if not plan.keys:  # truncates alone: landed by `_truncated`
+        phase("merge", started, "%s truncated", plan.name)
+        return
     if table.scd2:
-        merge_history(session, plan.path, plan.rows, plan.keys, commit, **layout)
+        merge_history(session, plan.path, rows, plan.keys, commit, **layout)
     else:
         merge_changes(
             session,
             plan.path,
-            newest_per_key(plan.rows, plan.keys),
+            newest_per_key(rows, plan.keys),
             plan.keys,
             commit,
             **layout,
-            broadcast=estimated_bytes(plan.rows.schema, plan.events) <= table.broadcast_bytes,
+            broadcast=not whole and estimated_bytes(plan.rows.schema, plan.events) <= table.broadcast_bytes,
             derived={p.field: promoted.DOCUMENT_COLUMN for p in table.promoted},
         )
     phase("merge", started, "%s merged", plan.name)
+
+
+def _truncated(
+    session: SparkSession, plan: TablePlan, commit: dict[str, Any], layout: dict[str, Any]
+) -> tuple[DataFrame, bool]:
+    """The plan's rows with the ends of its table's truncates (`spark_jobs.merge.truncation`),
+    the table's mark kept first; and whether they hold the table's live rows (a truncate new
+    to the table ends them in the batch's MERGE). A batch of truncates alone, which has no
+    key to MERGE by, ends the stored rows in commits of their own, the last carrying the
+    batch's metadata."""
+    stored = truncation.stored_mark(session, plan.path) if plan.stored is not None else None
+    new = [m for m in plan.truncated if stored is None or m > stored]
+    if new and plan.stored is None:
+        empty = plan.rows.limit(0)
+        create_table(session, plan.path, versioned(empty) if plan.table.scd2 else empty, **layout)
+    if new:
+        truncation.keep_mark(session, plan.path, new[-1])
+    if not plan.keys:
+        for n, mark in enumerate(new if plan.stored is not None else ()):
+            with commit_settings(session, commit if n == len(new) - 1 else None):
+                truncation.end_stored(session, plan.path, mark, plan.table.scd2)
+        return plan.rows, False
+    marks = sorted({*plan.truncated, *([stored] if stored else [])})
+    if not marks:
+        return plan.rows, False
+    live = (
+        truncation.live_rows(session, plan.path, plan.table.scd2) if new and plan.stored is not None else None
+    )
+    return truncation.with_ends(plan.rows, marks, plan.keys, live), live is not None

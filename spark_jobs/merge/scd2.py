@@ -37,9 +37,8 @@ def merge_history(
 
     identity = [*keys, *ORDER_KEY]
     versions = events.dropDuplicates(identity)
-    blank = [F.lit(None).cast("long").alias(c) for c in END] + [F.lit(False).alias(CURRENT)]
     if not table_exists(spark, path):
-        create_table(spark, path, versions.select("*", *blank).limit(0), partition_by, cluster_by)
+        create_table(spark, path, versioned(versions).limit(0), partition_by, cluster_by)
     touched = versions.select(*columns(keys)).distinct()
     stored = spark.read.format("delta").load(path).join(touched, list(keys), "left_semi")
     history = (
@@ -61,3 +60,8 @@ def merge_history(
     )
     with commit_settings(spark, commit_metadata):
         builder.execute()
+
+
+def versioned(events: DataFrame) -> DataFrame:
+    """Events with the columns of a version not yet placed in its key's history."""
+    return events.select("*", *[F.lit(None).cast("long").alias(c) for c in END], F.lit(False).alias(CURRENT))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.events import FIELDS, TOPIC, event, row, tombstone
+from tests.support.events import FIELDS, TOPIC, event, row, tombstone, truncate
 from tests.support.merge_forms import FORMS, in_form, schemaless
 
 pytestmark = pytest.mark.integration
@@ -417,6 +417,37 @@ def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, t
     assert pending.read(2).count() == 2  # transaction 9's BEGIN and event, nothing standalone
     aligned(2, [transaction("END", 9, {"shop.accounts": 1})])
     assert live(spark, tmp_path) == [(1, "a7"), (2, "b"), (3, "c")]
+
+
+@pytest.mark.parametrize("scd2", [False, True], ids=["latest", "scd2"])
+def test_an_event_older_than_a_truncate_merged_later_stays_out_even_for_a_new_key(
+    spark, tmp_path, form, scd2
+):
+    """A table's truncation mark outlives its batch: an older event merged later (a
+    transaction held back, a replay) neither brings a truncated key back nor inserts a
+    key the table never held, while a newer one lands."""
+    from spark_jobs.merge.options import MergeOptions
+    from spark_jobs.merge.truncation import PROPERTY, Mark
+
+    options = MergeOptions(scd2="shop.accounts" if scd2 else None)
+    merge_as(
+        form,
+        spark,
+        tmp_path,
+        [event("c", (0, 1, 1), after=row(1, "a"), standalone=True), truncate((0, 5, 1))],
+        options,
+    )
+    assert live(spark, tmp_path) == []
+    late = [
+        event("u", (0, 2, 1), before=row(1, "a"), after=row(1, "a2"), standalone=True),
+        event("c", (0, 3, 1), after=row(2, "b"), standalone=True),  # never in the table
+        event("c", (0, 7, 1), after=row(3, "c"), standalone=True),
+    ]
+    merge_as(form, spark, tmp_path, late, options)
+    assert live(spark, tmp_path) == [(3, "c")]
+    properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{tmp_path}/shop.accounts`").collect()
+    kept = next(Mark.from_json(r.value) for r in properties if r.key == PROPERTY)
+    assert kept.order == (0, 5, 1)
 
 
 def test_scd2_history_matches_the_sequence_of_changes_whatever_the_delivery(spark, tmp_path, form):

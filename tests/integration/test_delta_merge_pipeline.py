@@ -16,6 +16,7 @@ from tests.support.streamer import (
     admin,
     kafka_connector,
     payloads,
+    read_raw,
     running_in_process,
     wait_for,
     write_connector,
@@ -255,3 +256,98 @@ def test_a_kafka_batch_of_one_topic_partition_is_read_in_several_tasks_and_whole
     assert sorted(r.offset for r in rows) == list(range(300))
     assert sorted(int(r.key) for r in rows) == list(range(300))
     assert {r.partition for r in rows} == {0}
+
+
+def test_a_truncate_ends_the_rows_before_it_whatever_the_batches_for_latest_and_scd2_tables(
+    spark, tmp_path, mariadb_admin_params, scratch_db
+):
+    """With truncates emitted (`skipped.operations: none`), the merge ends every row older
+    than a TRUNCATE. The latest-row table `t` holds the source's rows; the SCD2 table `h`
+    (the same changes but a delete) closes each current version with a delete version at
+    the truncate. The Parquet log is merged batch by batch (one batch holds `h`'s truncate
+    alone, so no key), the JSON log in one batch holding both truncates: both land the
+    same rows, bookkeeping included, and a replay changes nothing."""
+    from spark_jobs.delta_merge import run_local
+    from spark_jobs.merge.options import MergeOptions
+
+    db = admin(mariadb_admin_params, scratch_db)
+    tables = ("t", "h")
+    with db.cursor() as cur:
+        for table in tables:
+            cur.execute(f"CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")
+    connectors = {
+        name: write_connector(
+            tmp_path / name,
+            scratch_db,
+            {**FORMATS[name], "database.server.id": 6150 + n, "skipped.operations": "none"},
+        )
+        for n, name in enumerate(("json", "parquet"))
+    }
+    options = MergeOptions(scd2=rf"{scratch_db}\.h")
+
+    def merge(name: str) -> None:
+        base = tmp_path / name
+        run_local(spark, connectors[name].config(), str(base / "delta"), str(base / "checkpoint"), options)
+
+    def run(steps: list[tuple[str, tuple[str, ...]]], events: int) -> None:
+        with db.cursor() as cur:
+            for statement, names in steps:
+                for table in names:
+                    cur.execute(statement.format(table))
+        for name, c in connectors.items():
+            wait_for(lambda c=c: len(read_raw(c, f"{c.prefix}.{scratch_db}.h")) >= events, 60, message=name)
+
+    def current(name: str, table: str) -> list[tuple]:
+        return delta_rows(spark, str(tmp_path / name / "delta"), scratch_db, table)
+
+    with ExitStack() as running:
+        for c in connectors.values():
+            running.enter_context(running_in_process(c))
+        run(
+            [
+                ("INSERT INTO {} VALUES (1, 1), (2, 2), (3, 3)", tables),
+                ("UPDATE {} SET v = 20 WHERE id = 2", tables),
+            ],
+            4,
+        )
+        merge("parquet")
+        assert current("parquet", "t") == current("parquet", "h") == [(1, 1), (2, 20), (3, 3)]
+        run([("DELETE FROM {} WHERE id = 3", ("t",)), ("TRUNCATE TABLE {}", tables)], 5)
+        merge("parquet")
+        assert [current("parquet", table) for table in tables] == [[]] * 2
+        later = [("INSERT INTO {} VALUES (4, 4)", tables), ("TRUNCATE TABLE {}", tables)]
+        run([*later, ("INSERT INTO {} VALUES (5, 5), (1, 9)", tables)], 9)
+        merge("parquet")
+        merge("json")
+    stored = {}
+    for name in connectors:
+        for table in tables:
+            assert current(name, table) == source_rows(db, table) == [(1, 9), (5, 5)], (name, table)
+        stored[name] = [stored_rows(spark, str(tmp_path / name / "delta"), scratch_db, t) for t in tables]
+    assert stored["json"] == stored["parquet"]
+    latest = spark.read.format("delta").load(str(tmp_path / "parquet" / "delta" / f"{scratch_db}.t"))
+    ops = sorted((r.id, r._cdc_op) for r in latest.collect())
+    assert ops == [(1, "c"), (2, "t"), (3, "d"), (4, "t"), (5, "c")]  # 3: deleted before, not ended again
+    history = spark.read.format("delta").load(str(tmp_path / "parquet" / "delta" / f"{scratch_db}.h"))
+    versions = sorted(
+        (r.id, r.v, r._cdc_op, r._cdc_deleted, r._cdc_current, r._cdc_end_rank is None)
+        for r in history.collect()
+    )
+    assert versions == [
+        (1, 1, "c", False, False, False),
+        (1, 1, "t", True, False, False),  # ended by the first truncate, inserted again later
+        (1, 9, "c", False, True, True),
+        (2, 2, "c", False, False, False),
+        (2, 20, "t", True, False, True),
+        (2, 20, "u", False, False, False),
+        (3, 3, "c", False, False, False),
+        (3, 3, "t", True, False, True),
+        (4, 4, "c", False, False, False),
+        (4, 4, "t", True, False, True),
+        (5, 5, "c", False, True, True),
+    ]
+    shutil.rmtree(tmp_path / "parquet" / "checkpoint")  # replay the whole log: both truncates in one batch
+    merge("parquet")
+    assert [stored_rows(spark, str(tmp_path / "parquet" / "delta"), scratch_db, t) for t in tables] == stored[
+        "parquet"
+    ]

@@ -89,3 +89,11 @@ def transaction(status: str, rank: int, counts: dict[str, int] | None = None) ->
              "data_collections": [{"data_collection": d, "event_count": n} for d, n in (counts or {}).items()]
              if status == "END" else None, "ts_ms": 1}  # fmt: skip
     return {"topic": "tm.transaction", "key": dumps({"id": f"0-1-{rank}"}), "value": dumps(value)}
+
+
+def truncate(order: tuple[int, int, int], standalone: bool = True) -> dict[str, Any]:
+    """A TRUNCATE of the table at order key `order`: no key, no row (Debezium's `op` `t`)."""
+    record = event("c", order, after=row(0, ""), standalone=standalone)
+    value = json.loads(record["value"])
+    value["payload"].update({"op": "t", "after": None})
+    return {"topic": TOPIC, "key": None, "value": dumps(value)}

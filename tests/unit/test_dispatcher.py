@@ -4,6 +4,7 @@ resuming inside a transaction without loss or duplicates (no database needed).""
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 import orjson
 import pytest
@@ -183,6 +184,21 @@ def test_masks_truncation_hash_exclusion_and_key_override(tmp_path):
     key, value = next((k, v) for t, k, v, _ in out if t == "srv.shop.orders")
     assert key == {"id": 9, "total": 3}  # key columns stay even when excluded from the value
     assert value["after"] == {"id": 9, "total": 3}
+
+
+def test_a_truncate_is_skipped_by_default_with_a_warning_and_emitted_when_asked(tmp_path, caplog):
+    """Debezium's default leaves truncates out; the copies downstream then keep the rows,
+    which is said where it happens, with the way to land them."""
+    truncate = transaction(5, row(ORDERS, "t"))
+    with caplog.at_level(logging.WARNING, "tidemark.dispatcher"):
+        out = decoded(Dispatcher(config(tmp_path), FakeSource(), AckTracker()).process(truncate))
+    assert [t for t, *_ in out if t == "srv.shop.orders"] == []
+    assert (
+        "TRUNCATE of shop.orders not emitted" in caplog.text and "skipped.operations to none" in caplog.text
+    )
+    d = Dispatcher(config(tmp_path, "skipped.operations: none\n"), FakeSource(), AckTracker())
+    emitted = [(k, v["op"]) for t, k, v, _ in decoded(d.process(truncate)) if t == "srv.shop.orders"]
+    assert emitted == [(None, "t")]
 
 
 def test_hash_mask(tmp_path):

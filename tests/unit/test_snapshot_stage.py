@@ -161,6 +161,18 @@ def test_a_schema_change_inside_a_window_discards_it(tmp_path):
     assert s.context.active().tables[0].windows_done == 0
 
 
+def test_a_truncate_inside_a_window_releases_none_of_its_rows_and_reads_it_again(tmp_path):
+    """A TRUNCATE changes every key at once: rows the chunk read before it are gone, so the
+    window releases none of them (a truncate has no key to record) and is read again."""
+    s = stage(tmp_path)
+    s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    s.staging.write("W.1", [(1, 10), (2, 20)])
+    out = s.process([open_window(s, None, None), change("t", None, None), close_window()])
+    assert [i.op for i in out if isinstance(i, RowChange)] == ["t"]
+    table = s.context.active().tables[0]
+    assert table.windows_done == 0 and table.lo is None  # the same range, read again
+
+
 class Positions:
     """Read-only mode's position helpers over plain integer positions."""
 

@@ -266,3 +266,21 @@ def test_a_copy_cut_between_tables_resumes_with_the_tables_a_shard_has_not_begun
     assert [s.table_p_ks for s in resumed.request(resumed.vgtid).shards] == [(), ({"table_name": "items"},)]
     feed(resumed, [bd.VEvent(type=T.COPY_COMPLETED)])
     assert resumed.request(resumed.vgtid) == resumed.vgtid and "copy" not in resumed.position()
+
+
+def test_a_truncate_is_a_schema_change_with_a_warning_that_its_rows_stay_downstream(caplog):
+    """Vitess streams a TRUNCATE as DDL, and no truncate event follows (Debezium's Vitess
+    connector emits none either): the rows stay in Delta, which is said where it happens."""
+    import logging
+
+    a = assembler(START, {"-80": 0, "80-": 0})
+    with caplog.at_level(logging.WARNING, "tidemark.vitess"):
+        (change,) = feed(
+            a,
+            [
+                bd.VEvent(type=T.VGTID, vgtid=vgtid(**{"-80": "MariaDB/0-11-7", "80-": "MariaDB/0-12-7"})),
+                bd.VEvent(type=T.DDL, shard="-80", statement="truncate table items", timestamp=2),
+            ],
+        )
+    assert isinstance(change, SchemaChange) and change.kind == "truncate_table"
+    assert "truncate table items on shard -80" in caplog.text and "snapshot it again" in caplog.text

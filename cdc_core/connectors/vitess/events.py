@@ -288,6 +288,14 @@ class EventAssembler:
         statement = event.statement
         kind = (_KIND.match(statement).group(1).lower() + "_table") if _KIND.match(statement) else "other"
         dropped = _DROP.match(statement)
+        if kind == "truncate_table":
+            log.warning(
+                "%s on shard %s: Vitess streams no truncate event (nor does Debezium's Vitess connector), so its "
+                "rows stay in every copy downstream, Delta included; to drop them there, remove the table's "
+                "Delta table and snapshot it again",
+                statement.strip()[:200],
+                event.shard,
+            )
         affected: tuple[TableId, ...] = ()
         if dropped is not None:
             table_id = TableId(self.keyspace, dropped.group(1))

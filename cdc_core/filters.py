@@ -178,6 +178,14 @@ class ColumnRules:
         return schema.primary_key
 
 
+def configured_key(spec: str | None, table: str) -> tuple[str, ...]:
+    """The columns `message.key.columns` (`spec`) names for `table` (`db.table`), if any:
+    what the merge keys a table's keyless events by, those written before it was set too."""
+    return next(
+        (tuple(columns) for pattern, columns in _parse_key_columns(spec) if pattern.fullmatch(table)), ()
+    )
+
+
 def _parse_key_columns(spec: str | None) -> list[tuple[re.Pattern[str], list[str]]]:
     if not spec:
         return []

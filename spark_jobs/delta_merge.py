@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
-from cdc_core.events.topics import table_topic
+from cdc_core.filters import configured_key
 from cdc_core.pipeline.schema_references import references_enabled
 from spark_jobs.merge import evolution, patches, promoted, truncation
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
@@ -44,7 +44,7 @@ from spark_jobs.merge.landing import TablePlan, land
 from spark_jobs.merge.lease import merge_lease
 from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
 from spark_jobs.merge.records import REFERENCE, Shapes, carried, reached_offsets
-from spark_jobs.merge.releases import Release, parse_release, release_rows
+from spark_jobs.merge.releases import release_rows, releases_by_table
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete, split_whole
@@ -150,17 +150,7 @@ def merge_parsed(
 ) -> int:
     """Per table among `topics`: its change events and the staged rows of its released
     snapshot windows, newest per key, one MERGE. Returns the number of tables touched."""
-    releases_topic = f"{prefix}.snapshot_releases"
-    released: dict[str, list[Release]] = {}
-    for row in (
-        parsed.where((F.col("topic") == releases_topic) & F.col("payload").isNotNull())
-        .select("payload")
-        .collect()
-    ):
-        release = parse_release(row.payload)
-        # The table as its events' topic names it (`order items` on `<prefix>.db.order_items`).
-        name = table_topic(prefix, release.data_collection)[len(prefix) + 1 :]
-        released.setdefault(name, []).append(release)
+    released = releases_by_table(parsed, prefix)
     tables = topics - boundary_topics(prefix)
     events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
     marks = truncation.batch_marks(parsed, tables)
@@ -169,7 +159,8 @@ def merge_parsed(
         path = f"{root.rstrip('/')}/{name}"
         changes = events.get(name)
         rows = changes.rows if changes else None
-        keys = merge_keys(changes, released[name][0].key_columns if name in released else None)
+        configured = configured_key(options.key_columns if options else None, name)
+        keys = merge_keys(changes, released[name][0].key_columns if name in released else None, configured)
         stored = table_schema(spark, path)
         like = rows.schema if rows is not None else stored
         if name in released:
@@ -211,11 +202,12 @@ def merge_parsed(
 
 def configured(options: MergeOptions | None, config: ConnectorConfig) -> MergeOptions:
     """`options` with what the connector's file says of its tables' landing (promoted
-    document fields) and how its source's change-only updates apply, so the DAGs' merges
-    and a hand-run one land the same tables."""
+    document fields, the key of tables without one) and how its source's change-only
+    updates apply, so the DAGs' merges and a hand-run one land the same tables."""
     return replace(
         options or MergeOptions(),
         promoted=promoted.parse(config.get(promoted.PROPERTY) or []),
+        key_columns=config.get("message.key.columns"),
         patches=connector_of(config).document_patches,
     )
 

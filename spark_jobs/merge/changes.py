@@ -50,20 +50,31 @@ def key_columns(key_text: str | None, topic: str) -> tuple[str, ...]:
 
 def _no_key(topic: str) -> TidemarkError:
     return TidemarkError(
-        f"events on {topic} have no key: a Delta MERGE needs one (a primary key or message.key.columns)"
+        f"events on {topic} have no key: a Delta MERGE needs one. Give the table one in the connector's "
+        "message.key.columns: the merge keys its keyless events by it, those already written included; "
+        "nothing of this batch was merged"
     )
 
 
-def merge_keys(changes: TableChanges | None, released: tuple[str, ...] | None) -> tuple[str, ...]:
+def merge_keys(
+    changes: TableChanges | None, released: tuple[str, ...] | None, configured: tuple[str, ...] = ()
+) -> tuple[str, ...]:
     """What a table's batch is MERGEd by: its events' key, else its released windows'.
     None of either: the batch holds truncates of the table alone (a truncate has no key),
-    or rows of a table without a key, which are refused."""
-    keys = changes.key_columns if changes is not None else ()
-    if not keys and released:
-        return released
-    if not keys and changes is not None and not changes.rows.isEmpty():
+    or rows of a table without a key, which are MERGEd by the `configured` columns
+    (`message.key.columns`) or refused."""
+    keys = (changes.key_columns if changes is not None else ()) or released or ()
+    if keys or changes is None or changes.rows.isEmpty():
+        return keys
+    if not configured:
         raise _no_key(changes.topic)
-    return keys
+    named = {c.lower(): c for c in changes.rows.columns}  # as MySQL names columns: in any case
+    missing = [c for c in configured if c.lower() not in named]
+    if missing:
+        raise TidemarkError(
+            f"events on {changes.topic}: message.key.columns names {missing}, not row columns"
+        )
+    return tuple(named[c.lower()] for c in configured)
 
 
 def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[TableChanges]:

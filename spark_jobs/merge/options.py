@@ -62,6 +62,7 @@ class MergeOptions:
     promoted: dict[str, tuple[Promoted, ...]] = field(default_factory=dict)
     patches: DocumentPatches | None = None  # the source's change-only updates (`merge.patches`)
     parallel_tables: int = DEFAULT_PARALLEL_TABLES  # tables MERGEd at once (`merge.table_pool`)
+    key_columns: str | None = None  # the connector's `message.key.columns`: keyless events' key
 
     def for_table(self, name: str, session_broadcast_mb: int = 0) -> TableOptions:
         """`session_broadcast_mb`: the limit when `broadcast_mb` is None."""

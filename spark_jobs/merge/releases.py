@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from cdc_core.events.ordering import OrderKey
+from cdc_core.events.topics import table_topic
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.records import DOCUMENT, DOCUMENT_FIELDS
 from spark_jobs.sql_names import column, quoted
@@ -76,6 +77,17 @@ def parse_release(value: str) -> Release:
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise TidemarkError(f"a snapshot release record is incomplete ({exc!r}): {value[:300]}") from None
+
+
+def releases_by_table(parsed: DataFrame, prefix: str) -> dict[str, list[Release]]:
+    """The batch's release records, per table as its events' topic names it (`order
+    items` on `<prefix>.db.order_items`): `db.order_items`."""
+    out: dict[str, list[Release]] = {}
+    records = parsed.where((F.col("topic") == f"{prefix}.snapshot_releases") & F.col("payload").isNotNull())
+    for row in records.select("payload").collect():
+        release = parse_release(row.payload)
+        out.setdefault(table_topic(prefix, release.data_collection)[len(prefix) + 1 :], []).append(release)
+    return out
 
 
 def path_part(staged: str) -> str:

@@ -420,18 +420,17 @@ def test_a_standalone_change_lands_at_once_and_counts_for_the_positions(spark, t
 
 
 @pytest.mark.parametrize("scd2", [False, True], ids=["latest", "scd2"])
-def test_an_event_older_than_a_truncate_merged_later_stays_out_even_for_a_new_key(
-    spark, tmp_path, form, scd2
-):
+def test_an_event_older_than_a_truncate_merged_later_stays_out_even_for_a_new_key(spark, tmp_path, scd2):
     """A table's truncation mark outlives its batch: an older event merged later (a
     transaction held back, a replay) neither brings a truncated key back nor inserts a
-    key the table never held, while a newer one lands."""
+    key the table never held, while a newer one lands. (After the parse, no input form
+    changes this: both forms' truncates are in the pipeline test.)"""
     from spark_jobs.merge.options import MergeOptions
     from spark_jobs.merge.truncation import PROPERTY, Mark
 
     options = MergeOptions(scd2="shop.accounts" if scd2 else None)
     merge_as(
-        form,
+        "json",
         spark,
         tmp_path,
         [event("c", (0, 1, 1), after=row(1, "a"), standalone=True), truncate((0, 5, 1))],
@@ -443,11 +442,33 @@ def test_an_event_older_than_a_truncate_merged_later_stays_out_even_for_a_new_ke
         event("c", (0, 3, 1), after=row(2, "b"), standalone=True),  # never in the table
         event("c", (0, 7, 1), after=row(3, "c"), standalone=True),
     ]
-    merge_as(form, spark, tmp_path, late, options)
+    merge_as("json", spark, tmp_path, late, options)
     assert live(spark, tmp_path) == [(3, "c")]
     properties = spark.sql(f"SHOW TBLPROPERTIES delta.`{tmp_path}/shop.accounts`").collect()
     kept = next(Mark.from_json(r.value) for r in properties if r.key == PROPERTY)
     assert kept.order == (0, 5, 1)
+
+
+def test_keyless_events_are_refused_until_message_key_columns_names_their_key(spark, tmp_path, form):
+    """A table without a primary key has events without a key. The batch fails, naming the
+    way out, with nothing merged; once the connector's message.key.columns names a key
+    (in any case, as MySQL names columns), the same events land keyed by it."""
+    from cdc_core.errors import TidemarkError
+    from spark_jobs.merge.options import MergeOptions
+
+    records = [
+        event("c", (0, 1, 1), after=row(1, "a"), standalone=True),
+        event("c", (0, 2, 1), after=row(2, "b"), standalone=True),
+        event("u", (0, 3, 1), before=row(1, "a"), after=row(1, "a2"), standalone=True),
+        event("d", (0, 4, 1), before=row(2, "b"), standalone=True),
+    ]
+    for record in records:
+        record["key"] = None
+    with pytest.raises(TidemarkError, match="have no key.*message.key.columns"):
+        merge_as(form, spark, tmp_path, records)
+    assert not (tmp_path / "shop.accounts").exists()
+    merge_as(form, spark, tmp_path, records, MergeOptions(key_columns=r"shop\.accounts:ID"))
+    assert live(spark, tmp_path) == [(1, "a2")]
 
 
 def test_scd2_history_matches_the_sequence_of_changes_whatever_the_delivery(spark, tmp_path, form):

@@ -187,3 +187,42 @@ def test_wrong_password_is_final_and_says_what_to_check(tmp_path, scratch_db, mo
     assert result.returncode == 1
     assert "Access denied" in result.stderr and "database.password.env" in result.stderr
     assert "not-the-password" not in result.stderr
+
+
+def test_xa_transactions_end_where_the_binlog_ends_them_and_a_rollback_after_prepare_is_said(
+    tmp_path, mariadb_admin_params, scratch_db, caplog
+):
+    """MariaDB writes an XA transaction's changes at its XA PREPARE and its outcome later,
+    alone. The prepared part is a whole transaction (BEGIN and END: before, it had no
+    END, which held its events back from Delta and kept the log's cuts from moving); an
+    XA ROLLBACK after the prepare cannot take back what went out, so it is said, naming
+    the table. One-phase XA is an ordinary transaction."""
+    import logging
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+    c = write_connector(tmp_path, scratch_db, {"database.server.id": 6311})
+    xa = [
+        ["XA START 'x1'", "INSERT INTO t VALUES (2, 2)", "XA END 'x1'", "XA PREPARE 'x1'", "XA COMMIT 'x1'"],
+        [
+            "XA START 'x2'",
+            "INSERT INTO t VALUES (3, 3)",
+            "XA END 'x2'",
+            "XA PREPARE 'x2'",
+            "XA ROLLBACK 'x2'",
+        ],
+        ["XA START 'x3'", "INSERT INTO t VALUES (4, 4)", "XA END 'x3'", "XA COMMIT 'x3' ONE PHASE"],
+    ]
+    with caplog.at_level(logging.WARNING, "tidemark.mysql"), running_in_process(c):
+        with db.cursor() as cur:
+            for statements in xa:
+                for statement in statements:
+                    cur.execute(statement)
+            cur.execute("INSERT INTO t VALUES (5, 5)")
+        wait_for(lambda: len(payloads(c, topic(c, scratch_db, "t"))) >= 4, 60, message="the events")
+    assert [p["after"]["id"] for p in payloads(c, topic(c, scratch_db, "t"))] == [2, 3, 4, 5]
+    boundaries = [v["payload"] for _, v, _ in read_raw(c, f"{c.prefix}.transaction")]
+    assert [(b["status"], b["id"]) for b in boundaries[1::2]] == [("END", b["id"]) for b in boundaries[::2]]
+    assert len(boundaries) == 8
+    assert "XA ROLLBACK" in caplog.text and f"tables: {scratch_db}.t" in caplog.text

@@ -22,6 +22,8 @@ Records (plain tuples, cheap to pickle):
     (MYSQL_GTID, gtid, timestamp, start_pos)
     (QUERY, query, schema, thread_id, timestamp, start_pos, log_pos)
     (XID, timestamp, log_pos)
+    (XA_PREPARE, timestamp, log_pos, one_phase, gtrid): the end of an XA transaction's
+        prepared part (or of the whole of one committed in one phase)
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from pymysqlreplication.event import (
     MariadbGtidEvent,
     QueryEvent,
     RotateEvent,
+    XAPrepareEvent,
     XidEvent,
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -49,7 +52,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
 from cdc_core.schema.model import TableId
 
-ROTATE, HEARTBEAT, ROWS, MARIADB_GTID, MYSQL_GTID, QUERY, XID = range(7)
+ROTATE, HEARTBEAT, ROWS, MARIADB_GTID, MYSQL_GTID, QUERY, XID, XA_PREPARE = range(8)
 
 # Messages from the child.
 STARTED, EVENTS, FAILED = "started", "events", "failed"
@@ -127,6 +130,7 @@ def _open(kwargs: dict[str, Any]) -> Any:
             GtidEvent,
             QueryEvent,
             XidEvent,
+            XAPrepareEvent,
             RotateEvent,
             HeartbeatLogEvent,
             WriteRowsEvent,
@@ -198,6 +202,10 @@ def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: 
             )
         elif kind is XidEvent:
             batch.append((XID, event.timestamp, stream.log_pos))
+        elif kind is XAPrepareEvent:
+            batch.append(
+                (XA_PREPARE, event.timestamp, stream.log_pos, event.one_phase, bytes(event.xid_gtrid))
+            )
         event = None
         if len(batch) >= BATCH_EVENTS or (batch and time.monotonic() - started > BATCH_SECONDS):
             conn.send((EVENTS, batch))

@@ -55,6 +55,8 @@ class BinlogEvents:
         self._txn_gtids: Any = None
         self._in_txn = False
         self._thread: int | None = None
+        self._txn_tables: set[str] = set()  # tables the open transaction changed (for XA)
+        self._prepared_xa: dict[bytes, set[str]] = {}  # XA transactions emitted at their PREPARE
         self._begin_pos = 0
         self._restart: dict[str, Any] = {}
 
@@ -89,6 +91,11 @@ class BinlogEvents:
             self._query(record, batch)
         elif kind == dec.XID:
             self._commit(record[2], batch, record[1] * 1000)
+        elif kind == dec.XA_PREPARE:
+            _, timestamp, end_pos, one_phase, gtrid = record
+            if not one_phase:
+                self._prepared_xa[gtrid] = set(self._txn_tables)
+            self._commit(end_pos, batch, timestamp * 1000)
 
     def _gtid(self, gtid: str, start: int, batch: list[LogItem], ts_ms: int, begins: bool) -> None:
         """A GTID event starts a transaction (MariaDB) or names the next one (MySQL)."""
@@ -111,6 +118,7 @@ class BinlogEvents:
             self._txn_gtids = None
             txn_id = f"file={self.file},pos={self._begin_pos}"
         self._in_txn = True
+        self._txn_tables = set()
         batch.append(TransactionBegin(txn_id, epoch, rank, ts_ms, self._restart))
 
     def _commit(self, end_pos: int, batch: list[LogItem], ts_ms: int) -> None:
@@ -144,13 +152,34 @@ class BinlogEvents:
         if upper.startswith("COMMIT"):
             self._commit(end_pos, batch, ts_ms)
             return
-        if upper.startswith(("ROLLBACK", "SAVEPOINT", "XA ")):
+        if upper.startswith("XA "):
+            self._xa_outcome(query)
+            return
+        if upper.startswith(("ROLLBACK", "SAVEPOINT")):
             return
         if not self._pending_gtid and not self._in_txn:
             # Without a GTID event, a statement's restart point is its own start.
             self._begin_pos = start
             self._restart = self._position(self._begin_pos)
         self._ddl(query, database or None, end_pos, batch, ts_ms, start)
+
+    def _xa_outcome(self, query: str) -> None:
+        """A prepared XA transaction's changes went out at its XA PREPARE (where the binlog
+        holds them, with no later copy): its XA COMMIT adds nothing, and an XA ROLLBACK
+        cannot take them back from the copies downstream, so it is said, naming the tables."""
+        words = query.split(None, 2)
+        if len(words) < 3 or words[1].upper() not in ("COMMIT", "ROLLBACK"):
+            return
+        gtrid = _xa_gtrid(words[2])
+        tables = self._prepared_xa.pop(gtrid, None) if gtrid is not None else None
+        if words[1].upper() == "ROLLBACK":
+            log.warning(
+                "%s at %s: the prepared XA transaction's changes were emitted at its XA PREPARE and stay in "
+                "every copy downstream, Delta included (tables: %s); correct those rows there",
+                query[:200],
+                self.file,
+                ", ".join(sorted(tables)) if tables else "not known since this run began",
+            )
 
     def _ddl(
         self, query: str, database: str | None, end_pos: int, batch: list[LogItem], ts_ms: int, start: int
@@ -227,6 +256,7 @@ class BinlogEvents:
         _, op, db, table, names, timestamp, start, _end, rows, error = record
         table_id = TableId(db, table)
         schema = self._schema_for(table_id, names)
+        self._txn_tables.add(str(table_id))
         if rows is None:
             self._decode_failure(table_id, start, error)
             return
@@ -317,3 +347,17 @@ class BinlogEvents:
     ) -> Mapping[TableId, TableSchema]:
         """Re-apply one stored DDL entry while recovering the timeline."""
         return ddl.apply_ddl(entry["ddl"], entry.get("database"), tables).tables
+
+
+def _xa_gtrid(xid: str) -> bytes | None:
+    """The gtrid of an XA statement's xid as the binlog writes it (`X'6131',X'',1` or
+    `'a1'`), in the bytes the XA PREPARE event carries."""
+    text = xid.strip()
+    try:
+        if text[:2].upper() == "X'":
+            return bytes.fromhex(text[2 : text.index("'", 2)])
+        if text[:1] in ("'", '"'):
+            return text[1 : text.index(text[0], 1)].encode()
+    except ValueError:
+        return None
+    return None

@@ -16,6 +16,7 @@ from spark_jobs.merge.delta_apply import (
     create_table,
     enable_name_mapping,
     enable_type_widening,
+    live_rows,
     merge_changes,
     needs_name_mapping,
 )
@@ -95,7 +96,5 @@ def _truncated(
     marks = sorted({*plan.truncated, *([stored] if stored else [])})
     if not marks:
         return plan.rows, False
-    live = (
-        truncation.live_rows(session, plan.path, plan.table.scd2) if new and plan.stored is not None else None
-    )
+    live = live_rows(session, plan.path, bookkeeping=True) if new and plan.stored is not None else None
     return truncation.with_ends(plan.rows, marks, plan.keys, live), live is not None

@@ -141,12 +141,6 @@ def end_stored(spark: SparkSession, path: str, mark: Mark, scd2: bool) -> None:
     )
 
 
-def live_rows(spark: SparkSession, path: str, scd2: bool) -> DataFrame:
-    """The table's rows a truncate can still end: live rows (SCD2: current versions)."""
-    frame = spark.read.format("delta").load(path)
-    return frame.where(F.col(CURRENT) if scd2 else ~F.col("_cdc_deleted"))
-
-
 def with_ends(
     rows: DataFrame, marks: list[Mark], keys: tuple[str, ...], stored: DataFrame | None = None
 ) -> DataFrame:

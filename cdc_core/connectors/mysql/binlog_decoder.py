@@ -49,6 +49,7 @@ from pymysqlreplication.event import (
 )
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
+from cdc_core.connectors.mysql.compressed_events import BinlogConnection, size_in_file
 from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
 from cdc_core.schema.model import TableId
 
@@ -72,12 +73,10 @@ class _OneConnection:
         self.opened = 0
 
     def __call__(self, **kwargs: Any) -> Any:
-        import pymysql
-
         self.opened += 1
         if self.opened > 2:  # one control connection and one stream connection
             raise ConnectionResetError("lost the connection to the database")
-        return pymysql.connect(**kwargs)
+        return BinlogConnection(**kwargs)
 
 
 def _die_with_parent() -> None:
@@ -214,8 +213,8 @@ def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: 
 
 def _start(event: Any) -> int:
     """Where the event starts in its binlog file: the next event's position minus the
-    event's whole size (header and checksum included)."""
-    return event.packet.log_pos - event.packet.event_size
+    event's whole size (header and checksum included) as the file holds it."""
+    return event.packet.log_pos - size_in_file(event.packet.packet, event.packet.event_size)
 
 
 def _rows(

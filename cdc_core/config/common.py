@@ -213,7 +213,8 @@ COMMON_PROPERTIES: list[Property] = [
         "enum",
         default="fail",
         choices=("fail", "warn", "skip", "ignore"),
-        description="An event that cannot be decoded stops the streamer (fail), is logged and skipped (warn), or "
+        description="An event that cannot be decoded or processed (MySQL/MariaDB: rows a session logged "
+        "without some columns or as a statement) stops the streamer (fail), is logged and skipped (warn), or "
         "is skipped (skip; `ignore`, Debezium's transitional name, is the same).",
     ),
     Property(

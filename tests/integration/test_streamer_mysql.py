@@ -15,7 +15,9 @@ from tests.support.streamer import (
     read_raw,
     run_to_exit,
     running_in_process,
+    start_process,
     wait_for,
+    wait_process,
     write_connector,
 )
 from tests.support.types_table import TYPES_DDL, TYPES_ROW
@@ -287,3 +289,61 @@ def test_compressed_binlog_events_are_read_like_plain_ones_and_resumed_from(
     assert {"Write_rows_compressed_v1", "Update_rows_compressed_v1", "Delete_rows_compressed_v1"} <= kinds
     ddl = [e["ddl"] for e in payloads(c, c.prefix) if "packed" in e["ddl"]]
     assert ddl[-1].startswith("ALTER TABLE packed ADD COLUMN w INT COMMENT")
+
+
+def test_rows_a_session_logs_in_part_or_as_statements_stop_the_streamer_or_are_skipped_as_configured(
+    tmp_path, mariadb_admin_params, scratch_db, caplog
+):
+    """A session may set binlog_row_image=NOBLOB/MINIMAL or binlog_format=STATEMENT for
+    itself whatever the server's setting: the binlog then holds rows without some of their
+    columns (read as NULL, which were emitted as the rows' values) or no rows at all (the
+    change was missing downstream without a word). Either is an event that cannot be
+    processed: it stops the streamer with what is wrong, its position kept, or, with
+    event.processing.failure.handling.mode=warn, is skipped with a warning."""
+    import logging
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE doc (id INT PRIMARY KEY, a INT, body TEXT)")
+        cur.execute("CREATE TABLE stmt (id INT PRIMARY KEY, a INT)")
+    c = write_connector(tmp_path, scratch_db, {"database.server.id": 6313})
+    log = tmp_path / "streamer.log"
+    proc = start_process(c, log=log)
+    try:
+        wait_for(lambda: c.state.exists() and any(c.state.rglob("*offset*")), 30, message="the first offsets")
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO doc VALUES (1, 1, 'one'), (2, 2, 'two')")
+            cur.execute("SET SESSION binlog_row_image = NOBLOB")
+            cur.execute("UPDATE doc SET a = 10 WHERE id = 1")
+            cur.execute("SET SESSION binlog_row_image = FULL")
+        assert wait_process(proc, 60, log) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    said = log.read_text()
+    assert f"cannot decode a row event of {scratch_db}.doc at " in said
+    assert "lack columns ['body']" in said and "binlog_row_image=MINIMAL or NOBLOB" in said
+    assert [p["op"] for p in payloads(c, topic(c, scratch_db, "doc"))] == ["c", "c"]
+
+    c = write_connector(
+        tmp_path, scratch_db, {"database.server.id": 6313, "event.processing.failure.handling.mode": "warn"}
+    )
+    with caplog.at_level(logging.WARNING, "tidemark.mysql"), running_in_process(c):
+        with db.cursor() as cur:
+            cur.execute("SET SESSION binlog_format = STATEMENT")
+            cur.execute("INSERT INTO stmt VALUES (1, 1)")
+            cur.execute("SET SESSION binlog_format = ROW")
+            cur.execute("INSERT INTO stmt VALUES (2, 2)")
+            cur.execute("UPDATE doc SET a = 20 WHERE id = 2")
+        wait_for(lambda: payloads(c, topic(c, scratch_db, "stmt")), 60, message="the row-logged insert")
+        wait_for(lambda: len(payloads(c, topic(c, scratch_db, "doc"))) == 3, 60, message="the update")
+    assert [p["after"]["id"] for p in payloads(c, topic(c, scratch_db, "stmt"))] == [2]
+    assert [(p["op"], p["after"]) for p in payloads(c, topic(c, scratch_db, "doc"))][2] == (
+        "u",
+        {"id": 2, "a": 20, "body": "two"},
+    )  # the partial update was skipped, nothing emitted twice
+    assert "lack columns ['body']" in caplog.text
+    assert (
+        f"a change of {scratch_db}.stmt at " in caplog.text
+        and "binlog_format=STATEMENT or MIXED" in caplog.text
+    )

@@ -12,8 +12,10 @@ from typing import Any
 
 from cdc_core.connectors.mysql import binlog_decoder as dec
 from cdc_core.connectors.mysql import ddl, server
+from cdc_core.connectors.mysql.ddl_tokens import shorten
 from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
+from cdc_core.connectors.mysql.statement_dml import dml_tables, is_dml
 from cdc_core.errors import SchemaMismatchError, TidemarkError
 from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE, OP_UPDATE
 from cdc_core.filters import TableFilter
@@ -161,6 +163,8 @@ class BinlogEvents:
             # Without a GTID event, a statement's restart point is its own start.
             self._begin_pos = start
             self._restart = self._position(self._begin_pos)
+        if is_dml(query):
+            self._statement_dml(query, database or None, start)
         self._ddl(query, database or None, end_pos, batch, ts_ms, start)
 
     def _xa_outcome(self, query: str) -> None:
@@ -287,7 +291,22 @@ class BinlogEvents:
                 )
 
     def _decode_failure(self, table_id: TableId, pos: int, error: str) -> None:
-        message = f"cannot decode a row event of {table_id} at {self.file}:{pos}: {error}"
+        self._cannot_process(f"cannot decode a row event of {table_id} at {self.file}:{pos}: {error}")
+
+    def _statement_dml(self, query: str, database: str | None, pos: int) -> None:
+        """A data change the binlog holds as its statement (a session's binlog_format
+        STATEMENT or MIXED): no rows to emit, so one on a captured table cannot be processed."""
+        captured = sorted(str(t) for t in dml_tables(query, database) if self.tables_filter.captures(t))
+        if captured:
+            self._cannot_process(
+                f"a change of {', '.join(captured)} at {self.file}:{pos} is logged as its statement, not its "
+                f"rows ({shorten(query)}): the session that ran it set binlog_format=STATEMENT or MIXED, and "
+                "rows are needed (binlog_format=ROW for every writer). event.processing.failure.handling.mode="
+                "warn skips such statements; an incremental snapshot of the table then re-reads its rows (a row "
+                "such a statement deleted stays until deleted again)"
+            )
+
+    def _cannot_process(self, message: str) -> None:
         if self.failure_mode == "fail":
             raise TidemarkError(message + " (event.processing.failure.handling.mode=fail)") from None
         if self.failure_mode == "warn":

@@ -209,6 +209,19 @@ def test_mariadb_if_exists_variants():
     assert apply_ddl("ALTER TABLE t DROP COLUMN IF EXISTS nope", "shop", tables).tables[T] == tables[T]
 
 
+def test_mariadb_system_versioning_clauses_are_read():
+    """Explicit period columns are generated columns; adding or dropping versioning
+    changes no column the history knows (the streamer refuses captured versioned tables)."""
+    hist = create(
+        "CREATE TABLE h (id INT PRIMARY KEY, s TIMESTAMP(6) GENERATED ALWAYS AS ROW START, "
+        "e TIMESTAMP(6) GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) WITH SYSTEM VERSIONING"
+    )
+    assert [(c.name, c.generated) for c in hist.columns] == [("id", False), ("s", True), ("e", True)]
+    tables = base()
+    for statement in ("ALTER TABLE t ADD SYSTEM VERSIONING", "ALTER TABLE t DROP SYSTEM VERSIONING"):
+        assert apply_ddl(statement, "shop", tables).tables[T] == tables[T]
+
+
 @pytest.mark.parametrize(
     ("statement", "error", "message"),
     [

@@ -99,6 +99,13 @@ class BinlogSource(BinlogEvents):
         try:
             self.info = server.inspect_server(ctl)
             self.modes = replace(self.modes, flavor="mariadb" if self.info.mariadb else "mysql")
+            versioned = [
+                f"{d}.{t}"
+                for d, t in server.list_tables(ctl, ("SYSTEM VERSIONED",))
+                if self.tables_filter.captures(TableId(d, t))
+            ]
+            if versioned:
+                raise TidemarkError(server.versioned_refusal(versioned))
             if offset is None:
                 position = self._first_start(ctl)
             else:

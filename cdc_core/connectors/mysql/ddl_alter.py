@@ -201,8 +201,9 @@ def _alter_add(p: Parser, schema: TableSchema) -> TableSchema:
         key = key_columns(p)
         p.skip_to_element_end()
         return with_primary_key(schema, key)
-    if tok is not None and tok.is_kw(
-        "INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PERIOD"
+    if tok is not None and (
+        tok.is_kw("INDEX", "KEY", "UNIQUE", "FULLTEXT", "SPATIAL", "FOREIGN", "CHECK", "PERIOD")
+        or (tok.is_kw("SYSTEM") and p.peek(1) is not None and p.peek(1).is_kw("VERSIONING"))
     ):
         p.skip_to_element_end()
         return schema

@@ -201,7 +201,8 @@ def parse_column(p: Parser, table_charset: str | None, table_collation: str | No
         elif p.accept_seq("ON", "UPDATE"):
             default_value(p)
         elif p.accept_seq("GENERATED", "ALWAYS", "AS") or p.accept_kw("AS"):
-            p.skip_parens()
+            if not p.accept_seq("ROW", "START") and not p.accept_seq("ROW", "END"):  # MariaDB's periods
+                p.skip_parens()
             generated = True
         elif p.accept_kw("VIRTUAL", "STORED", "PERSISTENT"):
             generated = True

@@ -243,3 +243,19 @@ def test_what_cannot_be_parsed_is_an_error_naming_the_statement(statement, error
 def test_unqualified_name_without_default_database():
     with pytest.raises(UnparseableDdlError, match="no default database"):
         apply_ddl("ALTER TABLE t ADD x INT", None, base())
+
+
+def test_foreign_keys_that_change_rows_below_the_binlog_are_found_in_table_ddl():
+    from cdc_core.connectors.mysql.server import cascades
+
+    shown = (
+        "CREATE TABLE `child` (\n  `id` int(11) NOT NULL,\n  `pid` int(11) DEFAULT NULL,\n"
+        "  CONSTRAINT `fk_a` FOREIGN KEY (`pid`) REFERENCES `parent` (`id`) ON DELETE CASCADE ON UPDATE SET NULL,\n"
+        "  CONSTRAINT `fk_b` FOREIGN KEY (`pid`) REFERENCES `parent` (`id`),\n"
+        "  CONSTRAINT `fk_c` FOREIGN KEY (`pid`) REFERENCES `parent` (`id`) ON DELETE RESTRICT\n) ENGINE=InnoDB"
+    )
+    assert cascades(shown) == ["ON DELETE CASCADE ON UPDATE SET NULL"]
+    assert cascades("alter table c add foreign key (p) references parent(id) on update  set default") == [
+        "ON UPDATE SET DEFAULT"
+    ]
+    assert cascades("ALTER TABLE c ADD FOREIGN KEY (p) REFERENCES parent (id) ON DELETE NO ACTION") == []

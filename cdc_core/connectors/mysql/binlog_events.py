@@ -212,6 +212,9 @@ class BinlogEvents:
                     self._truncate(schema, batch, ts_ms, gtid, end_pos)
             batch.append(PositionAdvance(position, ts_ms))
             return
+        rules = server.cascades(query) if "FOREIGN" in query.upper() else []
+        if rules and any(self.tables_filter.captures(t) for t in outcome.affected):
+            log.warning(server.cascade_warning(", ".join(map(str, outcome.affected)), rules))
         if _adds_versioning(query):
             captured = sorted(str(t) for t in outcome.affected if self.tables_filter.captures(t))
             if captured:

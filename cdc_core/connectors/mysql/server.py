@@ -7,6 +7,7 @@ setting is wrong and what to set it to, before a single event is read.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +128,33 @@ def list_tables(
             (types,),
         )
         return [(r[0], r[1]) for r in cur.fetchall()]
+
+
+_RULES = re.compile(
+    r"\bREFERENCES\b[^;]*?\)((?:\s+ON\s+(?:DELETE|UPDATE)\s+(?:CASCADE|SET\s+NULL|SET\s+DEFAULT|RESTRICT|NO\s+ACTION))+)",
+    re.IGNORECASE,
+)
+
+
+def cascades(statement: str) -> list[str]:
+    """The ON DELETE/UPDATE rules of each foreign key a CREATE or ALTER TABLE statement
+    gives that changes the table's rows (CASCADE, SET NULL, SET DEFAULT): InnoDB applies
+    them below the binlog, which holds only the parent's change."""
+    found = []
+    for clause in re.split(r"\bFOREIGN\s+KEY\b", statement, flags=re.IGNORECASE)[1:]:
+        match = _RULES.search(clause)
+        rules = " ".join(match.group(1).split()).upper() if match else ""
+        if any(word in rules for word in ("CASCADE", "SET NULL", "SET DEFAULT")):
+            found.append(rules)
+    return found
+
+
+def cascade_warning(table: str, rules: list[str]) -> str:
+    return (
+        f"{table}: its foreign keys change its rows below the binlog ({'; '.join(rules)}), which holds only the "
+        "parent's change, so those changes are not captured and its copies downstream, Delta included, keep "
+        "the old rows; an incremental snapshot re-reads the rows it still has (rows deleted that way stay)"
+    )
 
 
 def versioned_refusal(tables: list[str]) -> str:

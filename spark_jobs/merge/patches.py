@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.connector import DocumentPatches
+from spark_jobs.merge import connect_types
 from spark_jobs.merge.changes import ORDER_KEY, PATCH
 from spark_jobs.sql_names import column, columns, quoted
 
@@ -68,7 +69,7 @@ def rebuilt(
         )
     )
     joined = rows.join(folded, [*keys, *ORDER_KEY], "left")
-    whole = F.coalesce(column(document), F.parse_json("_rebuilt")).alias(document)
+    whole = F.coalesce(column(document), connect_types.document_variant(F.col("_rebuilt"))).alias(document)
     return joined.select(*[whole if c == document else column(c) for c in rows.columns if c != PATCH])
 
 

@@ -8,11 +8,13 @@ real deployment when TIDEMARK_MONGODB_URI is set."""
 from __future__ import annotations
 
 import datetime as dt
+import json
+import math
 import uuid
 from decimal import Decimal
 
 import pytest
-from bson import Binary, Decimal128, Int64, ObjectId, json_util
+from bson import Binary, Code, Decimal128, Int64, ObjectId, json_util
 
 from tests.support.mongo.capture import (
     AS_CLIENT,
@@ -70,6 +72,8 @@ def test_documents_of_every_shape_and_type_land_in_delta_and_read_back_equal(mon
         signal(c, "snap-1", {"data-collections": [f"{db.name}.docs"]})
         docs.insert_one({"_id": 100, "shape": "another", "tags": ["a", "b"]})  # a different shape
         docs.insert_one(typed_document(101))
+        odd = {"_id": 102, "nan": float("nan"), "inf": float("inf"), "ninf": float("-inf"), "js": Code("f()")}
+        docs.insert_one(odd)  # bare NaN/Infinity in strict Extended JSON once failed every batch
         docs.update_one({"_id": 3}, {"$set": {"nested.list.0": 99, "added": "x"}, "$unset": {"none": ""}})
         docs.replace_one({"_id": 4}, {"only": "this"})
         docs.delete_one({"_id": 5})
@@ -79,11 +83,24 @@ def test_documents_of_every_shape_and_type_land_in_delta_and_read_back_equal(mon
             proc.kill()
     root = str(tmp_path / "delta")
     run_local(spark, c.config(), root, str(tmp_path / "checkpoint"))
-    merged = delta_documents(spark, root, f"{db.name}.docs")
+    merged = delta_documents(spark, root, f"{db.name}.docs", where="_id != '102'")  # (read below)
     source = source_documents(docs)
+    odd_key = source.pop("102") and "102"
     assert sorted(merged) == sorted(source)
     for key, document in source.items():
         assert merged[key] == document, key  # every BSON type back as it was (Int64 stays Int64)
+    [(nan, inf, ninf, js)] = (
+        spark.read.format("delta")
+        .load(f"{root}/{db.name}.docs")
+        .where(f"_id = '{odd_key}' AND NOT _cdc_deleted")
+        .selectExpr(
+            *[f"variant_get(document, '$.{f}', 'double')" for f in ("nan", "inf", "ninf")],
+            "to_json(document:js)",
+        )
+        .collect()
+    )
+    assert math.isnan(nan) and (inf, ninf) == (math.inf, -math.inf)
+    assert json.loads(js) == {"$code": "f()"}  # JavaScript stays code, not text
     assert isinstance(merged["7"]["long"], Int64) and isinstance(merged["7"]["decimal"], Decimal128)
 
 

@@ -8,7 +8,7 @@ import datetime as dt
 import uuid
 
 import pytest
-from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
 from cdc_core.connectors.mongodb.ext_json import relaxed, strict
 from cdc_core.connectors.mongodb.filters import after, bracket_of, chunk_filter, render, up_to
@@ -16,6 +16,15 @@ from cdc_core.errors import TidemarkError
 from cdc_core.signals.conditions import ANY_FIELD, parse_condition
 
 OID = ObjectId("596e275826f08b2730779e1f")
+
+
+def test_javascript_code_keeps_its_type_and_scope():
+    """bson's Code is a str: it was written as a plain string, so Delta held text where
+    the source holds code."""
+    assert strict({"f": Code("function(){}"), "g": Code("x", {"y": Int64(1)})}) == (
+        '{"f": {"$code": "function(){}"},"g": {"$code": "x","$scope": {"y": {"$numberLong": "1"}}}}'
+    )
+    assert strict({"nan": float("nan"), "inf": float("-inf")}) == '{"nan": NaN,"inf": -Infinity}'
 
 
 @pytest.mark.parametrize(

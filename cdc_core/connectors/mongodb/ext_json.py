@@ -113,6 +113,9 @@ def _value(value: Any, mode: str, sep: str) -> str:
         return f'{{"$numberLong": "{value}"}}' if mode == STRICT else str(value)
     if isinstance(value, float):
         return _double(value, mode)
+    if isinstance(value, Code):  # (a str: before the str case, or it loses its type)
+        scope = "" if value.scope is None else f'{sep}"$scope": {_text(value.scope, mode, sep)}'
+        return f'{{"$code": {_string(str(value))}{scope}}}'
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, Mapping):
@@ -151,8 +154,6 @@ def _value(value: Any, mode: str, sep: str) -> str:
         return '{"$minKey": 1}'
     if isinstance(value, MaxKey):
         return '{"$maxKey": 1}'
-    if isinstance(value, Code):
-        return f'{{"$code": {_string(str(value))}}}'
     if isinstance(value, DBRef):
         return _text(value.as_doc(), mode, sep)
     raise TypeError(f"a BSON value of type {type(value).__name__} has no Extended JSON form here")

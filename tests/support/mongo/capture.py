@@ -48,12 +48,14 @@ def synced(db: Any, c: Connector, collection: str = "marker") -> None:
     wait_for(lambda: any(wanted in (e["after"] or "") for e in payloads(c, topic)), 60, message="sync")
 
 
-def delta_documents(spark: Any, root: str, table: str) -> dict[str, Any]:
-    """`_id` → document of a Delta table, both read back as BSON values."""
+def delta_documents(spark: Any, root: str, table: str, where: str = "true") -> dict[str, Any]:
+    """`_id` → document of a Delta table (its live rows `where` holds), both read back as
+    BSON values (pyspark's VariantVal.toJson writes a NaN double as `nan`, which is not
+    JSON: such documents are read apart)."""
     from spark_jobs.merge.delta_apply import live_rows
 
     out = {}
-    for row in live_rows(spark, f"{root}/{table}").collect():
+    for row in live_rows(spark, f"{root}/{table}").where(where).collect():
         key = json_util.dumps(json_util.loads(row["_id"], json_options=AS_CLIENT))
         out[key] = json_util.loads(row["document"].toJson(), json_options=AS_CLIENT)
     return out

@@ -33,7 +33,7 @@ from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from cdc_core.filters import configured_key
 from cdc_core.pipeline.schema_references import references_enabled
-from spark_jobs.merge import evolution, patches, promoted, truncation
+from spark_jobs.merge import added_columns, evolution, patches, promoted, truncation
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
 from spark_jobs.merge.changes import PATCH, merge_keys, table_changes
 from spark_jobs.merge.cutting import value_text
@@ -188,8 +188,11 @@ def merge_parsed(
         # At most one row per event of the table (and per released row, counted apart).
         events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
         truncated = tuple(marks.get(topic, ()))  # oldest first
+        fills = added_columns.stored_fills(stored, rows.schema, shapes.of(topic))
         plans.append(
-            TablePlan(name, path, rows, keys, table, stored, widen, events_in_batch, metadata, truncated)
+            TablePlan(
+                name, path, rows, keys, table, stored, widen, events_in_batch, metadata, truncated, fills
+            )
         )
     merge_each(
         spark,

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
-from spark_jobs.merge import connect_types
+from spark_jobs.merge import added_columns, connect_types
 from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
 from spark_jobs.sql_names import columns, quoted
 from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
@@ -90,6 +90,7 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
         # holding only truncates of the table has none (nor rows to MERGE by one).
         sample = next((v.key for v in variants if v.key is not None), None)
         keys = ("_id",) if documents else key_columns(sample, topic) if sample is not None else ()
+        older = added_columns.older_shapes(parsed, topic, variants) if len(variants) > 1 else {}
         frames = []
         for shape in variants:
             if shape.schema is None:
@@ -100,7 +101,10 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
                 )
             _check_reserved(topic, shape)
             these = (F.col("topic") == topic) & (F.col("schema_id") == F.lit(shape.schema_id))
-            frames.append(_typed(parsed.where(these), shape))
+            frame = _typed(parsed.where(these), shape)
+            for name, value in older.get(shape.schema_id, {}).items():  # a column added later
+                frame = frame.withColumn(name, value)
+            frames.append(frame)
         rows = frames[0]
         for frame in frames[1:]:
             rows = rows.unionByName(frame, allowMissingColumns=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.merge import promoted, truncation
+from spark_jobs.merge import added_columns, promoted, truncation
 from spark_jobs.merge.changes import estimated_bytes, newest_per_key
 from spark_jobs.merge.delta_apply import (
     commit_settings,
@@ -38,6 +38,7 @@ class TablePlan:
     events: int  # at most this many rows in the batch (events and released rows)
     metadata: dict[str, Any] = field(default_factory=dict)  # the commit's `tidemark` metadata
     truncated: tuple[truncation.Mark, ...] = ()  # the batch's truncates of the table, oldest first
+    fills: dict[str, Any] = field(default_factory=dict)  # columns the batch adds, with their defaults
 
 
 def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
@@ -51,6 +52,8 @@ def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
         enable_type_widening(session, plan.path)
     if plan.stored is not None and needs_name_mapping(plan.rows.schema, plan.stored):
         enable_name_mapping(session, plan.path)
+    if plan.fills:  # the rows before an ADD COLUMN ... DEFAULT: see spark_jobs.merge.added_columns
+        added_columns.fill_stored(session, plan.path, plan.fills)
     layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
     commit = {"tidemark": plan.metadata}
     rows, whole = _truncated(session, plan, commit, layout)

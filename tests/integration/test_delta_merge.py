@@ -144,6 +144,40 @@ def test_an_added_column_appears_in_the_table(spark, tmp_path, form):
     assert rows == [(1, 1), (2, 3)]
 
 
+def test_a_column_added_with_a_default_gives_it_to_the_rows_from_before_it(spark, tmp_path, form):
+    """`ALTER TABLE ... ADD COLUMN ... DEFAULT x` gives every existing row x at the source
+    and no event says so: rows already in Delta and rows of the batch read with the schema
+    from before the column get the default its field schema states; rows changed after it
+    keep their own values, NULL included; a default of the epoch in a temporal column (how
+    CURRENT_TIMESTAMP is written) states nothing and is left out."""
+    from cdc_core.events.connect_schema import field
+
+    wider = [
+        *FIELDS,
+        field("int32", "tier", default=5),
+        field("string", "plan", default="basic"),
+        field("int64", "since", logical="io.debezium.time.Timestamp", default=0),
+    ]
+    merge_as(form, spark, tmp_path, [event("c", (0, 1, n), after=row(n, f"r{n}")) for n in (1, 2, 3)])
+    merge_as(
+        form,
+        spark,
+        tmp_path,
+        [event("u", (0, 2, 1), before=row(2, "r2"), after=row(2, "two")),  # before the ALTER
+         event("c", (0, 3, 1), after=row(4, "r4", extra={"tier": 9, "plan": "pro", "since": 123}), fields=wider),
+         event("u", (0, 3, 2), before=row(3, "r3", extra={"tier": 5, "plan": "basic", "since": None}),
+               after=row(3, "r3", extra={"tier": None, "plan": "gold", "since": None}), fields=wider)],
+    )  # fmt: skip
+    table = spark.read.format("delta").load(f"{tmp_path}/shop.accounts")
+    rows = sorted((r.id, r.name, r.tier, r.plan, r.since) for r in table.where("NOT _cdc_deleted").collect())
+    assert rows == [
+        (1, "r1", 5, "basic", None),
+        (2, "two", 5, "basic", None),
+        (3, "r3", None, "gold", None),
+        (4, "r4", 9, "pro", dt.datetime(1970, 1, 1, 0, 0, 0, 123000)),
+    ]
+
+
 @pytest.mark.parametrize("scd2", [False, True], ids=["latest", "scd2"])
 def test_a_column_named_as_delta_refuses_is_added_to_a_table_mapping_names(spark, tmp_path, form, scd2):
     from delta.tables import DeltaTable

@@ -720,7 +720,8 @@ class Kafka(Service):
         )
         if not (data / "meta.properties").exists():
             data.mkdir(parents=True, exist_ok=True)
-            # StorageTool wants the cluster id as a URL-safe base64 UUID.
+            # StorageTool wants the cluster id as a URL-safe base64 UUID, which begins with
+            # "-" one time in 64: given as `--cluster-id=...`, it is never read as an option.
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             res = subprocess.run(
                 self._java()
@@ -728,8 +729,7 @@ class Kafka(Service):
                     f"-Dlog4j2.configurationFile={self.home / 'log4j2.properties'}",
                     "kafka.tools.StorageTool",
                     "format",
-                    "-t",
-                    cluster_id,
+                    f"--cluster-id={cluster_id}",
                     "-c",
                     str(self.properties),
                 ],

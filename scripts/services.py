@@ -918,8 +918,10 @@ def _select(names: list[str], default: list[str]) -> list[Service]:
     return [SERVICES[n] for n in (names or default)]
 
 
-def up(names: list[str]) -> list[Service]:
-    started = []
+def up(names: list[str], started: list[Service] | None = None) -> list[Service]:
+    """Start what is not running; `started` (given by `run`) collects each as it starts,
+    so a later service's failure still leaves the earlier ones to be stopped."""
+    started = [] if started is None else started
     for svc in _select(names, DEFAULT_UP):
         t0 = time.monotonic()
         if svc.start():
@@ -948,7 +950,7 @@ def status() -> int:
 def run(names: list[str], cmd: list[str]) -> int:
     started: list[Service] = []
     try:
-        started = up(names)
+        up(names, started)  # (one that fails to start leaves those before it in `started`)
         env = {**os.environ, **environment()}
         return subprocess.call(cmd, env=env)
     finally:

@@ -246,8 +246,9 @@ class BinlogSource(BinlogEvents):
                 if self.only_captured_ddl and not self.tables_filter.captures(table_id):
                     continue
                 statement = server.show_create_table(ctl, database, table)
-                if self.tables_filter.captures(table_id) and server.cascades(statement):
-                    log.warning(server.cascade_warning(str(table_id), server.cascades(statement)))
+                rules = server.cascades(statement) if self.tables_filter.captures(table_id) else []
+                if rules:
+                    log.warning(server.cascade_warning(str(table_id), rules))
                 try:
                     tables[table_id] = ddl.parse_create_table(statement, database)
                 except ddl.UnparseableDdlError as exc:

@@ -317,10 +317,13 @@ def test_rows_a_session_logs_in_part_or_as_statements_stop_the_streamer_or_are_s
     """A session may set binlog_row_image=NOBLOB/MINIMAL or binlog_format=STATEMENT for
     itself whatever the server's setting: the binlog then holds rows without some of their
     columns (read as NULL, which were emitted as the rows' values) or no rows at all (the
-    change was missing downstream without a word). Either is an event that cannot be
+    change was missing downstream without a word; a LOAD DATA so logged is an event of its
+    own, which the binlog library left unread). Either is an event that cannot be
     processed: it stops the streamer with what is wrong, its position kept, or, with
     event.processing.failure.handling.mode=warn, is skipped with a warning."""
     import logging
+
+    import pymysql
 
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
@@ -343,10 +346,15 @@ def test_rows_a_session_logs_in_part_or_as_statements_stop_the_streamer_or_are_s
     c = write_connector(
         tmp_path, scratch_db, {"database.server.id": 6313, "event.processing.failure.handling.mode": "warn"}
     )
+    rows = tmp_path / "rows.csv"
+    rows.write_text("5,5\n6,6\n")
+    loading = pymysql.connect(**mariadb_admin_params, database=scratch_db, autocommit=True, local_infile=True)
     with caplog.at_level(logging.WARNING, "tidemark.mysql"), running_in_process(c):
-        with db.cursor() as cur:
+        with db.cursor() as cur, loading.cursor() as load:
             cur.execute("SET SESSION binlog_format = STATEMENT")
             cur.execute("INSERT INTO stmt VALUES (1, 1)")
+            load.execute("SET SESSION binlog_format = STATEMENT")  # logged as a LOAD DATA event of its own
+            load.execute(f"LOAD DATA LOCAL INFILE '{rows}' INTO TABLE stmt FIELDS TERMINATED BY ','")
             cur.execute("SET SESSION binlog_format = ROW")
             cur.execute("INSERT INTO stmt VALUES (2, 2)")
             cur.execute("UPDATE doc SET a = 20 WHERE id = 2")
@@ -362,6 +370,7 @@ def test_rows_a_session_logs_in_part_or_as_statements_stop_the_streamer_or_are_s
         f"a change of {scratch_db}.stmt at " in caplog.text
         and "binlog_format=STATEMENT or MIXED" in caplog.text
     )
+    assert "(LOAD DATA LOCAL INFILE" in caplog.text  # (it was dropped without a word)
 
 
 def test_system_versioned_tables_are_refused_by_name_at_start_and_mid_stream_and_can_be_left_out(

@@ -24,6 +24,12 @@ Records (plain tuples, cheap to pickle):
     (XID, timestamp, log_pos)
     (XA_PREPARE, timestamp, log_pos, one_phase, gtrid): the end of an XA transaction's
         prepared part (or of the whole of one committed in one phase)
+    (UNREADABLE, event_type, start_pos, log_pos): an event that may hold changes and that
+        python-mysql-replication does not read (it would drop it without a word)
+
+A statement-logged LOAD DATA (EXECUTE_LOAD_QUERY) comes as a QUERY with its statement, and
+a MySQL partial JSON update (PARTIAL_UPDATE_ROWS) as a ROWS record whose decoding failed:
+both are changes the parent must refuse or skip aloud, never miss.
 """
 
 from __future__ import annotations
@@ -39,21 +45,28 @@ from typing import Any
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.constants import FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.event import (
+    ExecuteLoadQueryEvent,
     GtidEvent,
     HeartbeatLogEvent,
     MariadbGtidEvent,
+    NotImplementedEvent,
     QueryEvent,
     RotateEvent,
     XAPrepareEvent,
     XidEvent,
 )
-from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+from pymysqlreplication.row_event import (
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
 
 from cdc_core.connectors.mysql.compressed_events import BinlogConnection, size_in_file
 from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
 from cdc_core.schema.model import TableId
 
-ROTATE, HEARTBEAT, ROWS, MARIADB_GTID, MYSQL_GTID, QUERY, XID, XA_PREPARE = range(8)
+ROTATE, HEARTBEAT, ROWS, MARIADB_GTID, MYSQL_GTID, QUERY, XID, XA_PREPARE, UNREADABLE = range(9)
 
 # Messages from the child.
 STARTED, EVENTS, FAILED = "started", "events", "failed"
@@ -119,23 +132,30 @@ def run(conn: Connection, reader_kwargs: dict[str, Any], tables: Any, signal_tab
             stream.close()
 
 
+# What the child reads; every other known type holds no change it needs.
+EVENTS = [
+    MariadbGtidEvent,
+    GtidEvent,
+    QueryEvent,
+    XidEvent,
+    XAPrepareEvent,
+    RotateEvent,
+    HeartbeatLogEvent,
+    WriteRowsEvent,
+    UpdateRowsEvent,
+    DeleteRowsEvent,
+    PartialUpdateRowsEvent,
+    ExecuteLoadQueryEvent,
+    NotImplementedEvent,  # every event type the library does not know
+]
+
+
 def _open(kwargs: dict[str, Any]) -> Any:
     return BinLogStreamReader(
         **kwargs,
         blocking=True,
         slave_heartbeat=1.0,
-        only_events=[
-            MariadbGtidEvent,
-            GtidEvent,
-            QueryEvent,
-            XidEvent,
-            XAPrepareEvent,
-            RotateEvent,
-            HeartbeatLogEvent,
-            WriteRowsEvent,
-            UpdateRowsEvent,
-            DeleteRowsEvent,
-        ],
+        only_events=EVENTS,
         pymysql_wrapper=_OneConnection(),
         enable_logging=False,
     )
@@ -156,7 +176,12 @@ def _send_failure(conn: Connection, exc: BaseException) -> None:
 
 
 def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: str | None) -> None:
-    ops = {WriteRowsEvent: OP_CREATE, UpdateRowsEvent: OP_UPDATE, DeleteRowsEvent: OP_DELETE}
+    ops = {
+        WriteRowsEvent: OP_CREATE,
+        UpdateRowsEvent: OP_UPDATE,
+        PartialUpdateRowsEvent: OP_UPDATE,
+        DeleteRowsEvent: OP_DELETE,
+    }
     names_cache: dict[int, tuple[int, tuple[str | None, ...], Any]] = {}
     wanted: dict[tuple[str, str], bool] = {}
     batch: list[tuple[Any, ...]] = []
@@ -186,18 +211,11 @@ def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: 
             batch.append((MARIADB_GTID, event.gtid, event.flags, event.timestamp, _start(event)))
         elif kind is GtidEvent:
             batch.append((MYSQL_GTID, event.gtid, event.timestamp, _start(event)))
-        elif kind is QueryEvent:
-            schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
+        elif kind is QueryEvent or kind is ExecuteLoadQueryEvent:
+            query, schema = (event.query, event.schema) if kind is QueryEvent else _load_statement(event)
+            schema = schema.decode() if isinstance(schema, bytes) else schema
             batch.append(
-                (
-                    QUERY,
-                    event.query,
-                    schema,
-                    event.slave_proxy_id,
-                    event.timestamp,
-                    _start(event),
-                    stream.log_pos,
-                )
+                (QUERY, query, schema, event.slave_proxy_id, event.timestamp, _start(event), stream.log_pos)
             )
         elif kind is XidEvent:
             batch.append((XID, event.timestamp, stream.log_pos))
@@ -205,10 +223,44 @@ def _pump(conn: Connection, stream: Any, first: Any, tables: Any, signal_table: 
             batch.append(
                 (XA_PREPARE, event.timestamp, stream.log_pos, event.one_phase, bytes(event.xid_gtrid))
             )
+        elif kind is NotImplementedEvent and event.event_type not in WITHOUT_CHANGES:
+            batch.append((UNREADABLE, event.event_type, _start(event), event.packet.log_pos))
         event = None
         if len(batch) >= BATCH_EVENTS or (batch and time.monotonic() - started > BATCH_SECONDS):
             conn.send((EVENTS, batch))
             batch, started = [], time.monotonic()
+
+
+# Event types python-mysql-replication does not read (it gives them as NotImplementedEvent)
+# that hold no change of a row: GTID bookkeeping, group replication's certification
+# context and view changes, MySQL 8's second heartbeat, ignorable events.
+WITHOUT_CHANGES = frozenset({0x1C, 0x22, 0x24, 0x25, 0x29})
+# Those that may, named for the message that stops (or warns on) them.
+_UNREADABLE = {
+    0x1A: "an incident event: the server says changes may be missing from the binlog after it (a failed "
+    "write, or a LOST_EVENTS incident); check its error log, then re-snapshot the captured tables",
+    0x28: "a compressed transaction (TRANSACTION_PAYLOAD: MySQL 8's binlog_transaction_compression=ON), "
+    "whose row events this streamer does not read: set binlog_transaction_compression=OFF for every writer",
+    0x2A: "a tagged GTID (GTID_TAGGED_LOG: MySQL 8.3+), which this streamer does not read",
+}
+
+
+def unreadable(event_type: int) -> str:
+    """What an UNREADABLE record's event is, and what to do about it."""
+    return _UNREADABLE.get(
+        event_type, f"an event of type {event_type:#04x}, which this streamer does not know and cannot read"
+    )
+
+
+def _load_statement(event: Any) -> tuple[str, bytes]:
+    """A statement-logged LOAD DATA's statement and default database, which the library
+    leaves unread: its event is a query event with 13 more bytes of post-header."""
+    packet = event.packet
+    packet.read(event.status_vars_length)
+    schema = packet.read(event.schema_length)
+    packet.read(1)
+    length = event.event_size - 26 - event.status_vars_length - event.schema_length - 1
+    return packet.read(length).decode("utf-8", errors="backslashreplace"), schema
 
 
 def _start(event: Any) -> int:
@@ -230,6 +282,13 @@ def _rows(
         )
     repairs = cached[2]
     try:
+        if type(event) is PartialUpdateRowsEvent:
+            raise PartialRowImage(
+                "it is a partial JSON update, which holds only the JSON columns' changes, not their values: "
+                "the session that wrote it set binlog_row_value_options=PARTIAL_JSON, and whole values are "
+                "needed (binlog_row_value_options='' for every writer). event.processing.failure.handling.mode"
+                "=warn skips such events; an incremental snapshot of the table then re-reads its rows"
+            )
         absent = _absent(event, op)
         if absent:
             raise PartialRowImage(
@@ -267,7 +326,8 @@ def _rows(
 
 
 class PartialRowImage(Exception):
-    """A row event without every column (a session's binlog_row_image=MINIMAL or NOBLOB)."""
+    """A row event without every column's value (a session's binlog_row_image=MINIMAL or
+    NOBLOB, or binlog_row_value_options=PARTIAL_JSON)."""
 
 
 _FULL: dict[int, bytes] = {}

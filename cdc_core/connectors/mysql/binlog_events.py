@@ -98,6 +98,9 @@ class BinlogEvents:
             if not one_phase:
                 self._prepared_xa[gtrid] = set(self._txn_tables)
             self._commit(end_pos, batch, timestamp * 1000)
+        elif kind == dec.UNREADABLE:
+            _, event_type, start, _end = record
+            self._cannot_process(f"the binlog holds {dec.unreadable(event_type)} at {self.file}:{start}")
 
     def _gtid(self, gtid: str, start: int, batch: list[LogItem], ts_ms: int, begins: bool) -> None:
         """A GTID event starts a transaction (MariaDB) or names the next one (MySQL)."""

@@ -3,7 +3,7 @@
 # MariaDB (server and client tools, incl. mariadb-binlog), a Java 17+ JDK, Maven, and
 # Chromium (headless, for the tests that load the status page in a real browser).
 # Idempotent: installs only what is missing, and never starts a service (the project
-# starts its own MariaDB on loopback with its own data folder; see scripts/services.py).
+# starts its own MariaDB on loopback with its own data folder; see scripts/services/mariadb.py).
 set -euo pipefail
 
 missing=()

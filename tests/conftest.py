@@ -1,5 +1,5 @@
 """Shared fixtures. Services are real: `make test` starts MariaDB and Kafka and migrates
-Airflow's metadata database before pytest runs (scripts/services.py). When a service is
+Airflow's metadata database before pytest runs (scripts/services/). When a service is
 missing, a test fails with a message saying how to start it; nothing is silently skipped.
 """
 

@@ -7,7 +7,7 @@ The tests' Airflow reads the DAG bundles tests/conftest.py configures (the produ
 dags/ and tests/airflow_dags/) and a connectors folder of its own under
 .local/airflow-tests/, holding the demo connectors and whatever connectors tests put
 there while it runs. It signs in through `POST /auth/token` with the local stack's
-development login (scripts/services.py); demo/airflow_api.py is the REST client.
+development login (scripts/services/settings.py); demo/airflow_api.py is the REST client.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import subprocess
 import uuid
 
 from scripts import services
+from scripts.services import cli
 
 
 def test_a_cluster_id_beginning_with_a_dash_is_passed_as_the_value_of_its_option(tmp_path, monkeypatch):
@@ -51,7 +52,8 @@ def test_services_started_before_one_that_fails_are_stopped_again(monkeypatch, c
             return ""
 
     fakes = [Fake("mariadb"), Fake("kafka", fails=True)]
-    monkeypatch.setattr(services, "_select", lambda names, default: fakes)
+    # `run` and `up` live in scripts/services/cli.py and look `_select` up there.
+    monkeypatch.setattr(cli, "_select", lambda names, default: fakes)
     monkeypatch.delenv("TIDEMARK_KEEP_SERVICES", raising=False)
     assert services.main(["run", "mariadb", "kafka", "--", "true"]) == 1
     assert events == ["start mariadb", "stop mariadb"]

@@ -15,38 +15,14 @@ from tests.support.streamer import (
     read_raw,
     run_to_exit,
     running_in_process,
-    start_process,
+    stopped_by,
+    topic,
     wait_for,
-    wait_process,
     write_connector,
 )
 from tests.support.types_table import TYPES_DDL, TYPES_ROW
 
 pytestmark = pytest.mark.integration
-
-
-def topic(c, db, table):
-    return f"{c.prefix}.{db}.{table}"
-
-
-def stopped_by(connector, db, *statements) -> str:
-    """The log of a streamer child that ran `statements` (once it had committed its start;
-    a callable among them is waited for) and stopped with an error."""
-    log = connector.path.with_suffix(".log")
-    proc = start_process(connector, log=log)
-    try:
-        wait_for(lambda: any(connector.state.rglob("*offset*")), 30, message="the first offsets")
-        with db.cursor() as cur:
-            for statement in statements:
-                if callable(statement):
-                    wait_for(statement, 60, message="what the test waits for")
-                else:
-                    cur.execute(statement)
-        assert wait_process(proc, 60, log) != 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    return log.read_text()
 
 
 def stream_until(connector, predicate, timeout=60):
@@ -371,88 +347,3 @@ def test_rows_a_session_logs_in_part_or_as_statements_stop_the_streamer_or_are_s
         and "binlog_format=STATEMENT or MIXED" in caplog.text
     )
     assert "(LOAD DATA LOCAL INFILE" in caplog.text  # (it was dropped without a word)
-
-
-def test_system_versioned_tables_are_refused_by_name_at_start_and_mid_stream_and_can_be_left_out(
-    tmp_path, mariadb_admin_params, scratch_db
-):
-    """A MariaDB system-versioned table's binlog rows mix history versions with the
-    current row under one key (an UPDATE writes the old version as a new row; a DELETE
-    updates its end). Such a table was missing from the first schema history (its type is
-    not BASE TABLE), which stopped the streamer saying to reset its state, which could not
-    help; one created mid-stream with explicit period columns would have landed history as
-    current rows. Now both say what the table is and how to leave it out."""
-    db = admin(mariadb_admin_params, scratch_db)
-    with db.cursor() as cur:
-        cur.execute("CREATE TABLE plain (id INT PRIMARY KEY, a INT)")
-        cur.execute("CREATE TABLE hist (id INT PRIMARY KEY, a INT) WITH SYSTEM VERSIONING")
-    c = write_connector(tmp_path / "a", scratch_db, {"database.server.id": 6314})
-    refused = run_to_exit(c, timeout=60)
-    assert refused.returncode != 0
-    assert f"{scratch_db}.hist: MariaDB system-versioned tables" in refused.stdout + refused.stderr
-    assert "table.exclude.list" in refused.stdout + refused.stderr
-
-    excluded = {"database.server.id": 6314, "table.exclude.list": rf"{scratch_db}\.hist.*"}
-    c = write_connector(tmp_path / "b", scratch_db, excluded)
-    said = stopped_by(
-        c,
-        db,
-        "INSERT INTO hist VALUES (1, 1)",
-        "UPDATE hist SET a = 2",
-        "INSERT INTO plain VALUES (1, 1)",
-        "CREATE TABLE hist2 (id INT PRIMARY KEY, a INT, s TIMESTAMP(6) GENERATED ALWAYS AS ROW START, "
-        "e TIMESTAMP(6) GENERATED ALWAYS AS ROW END, PERIOD FOR SYSTEM_TIME(s, e)) WITH SYSTEM VERSIONING",
-        "CREATE TABLE later (id INT PRIMARY KEY, a INT)",
-        "ALTER TABLE later ADD SYSTEM VERSIONING",
-    )
-    assert f"{scratch_db}.later: MariaDB system-versioned tables" in said and "(DDL at " in said
-    # Left out as well, it is passed by; nothing before it was lost.
-    excluded["table.exclude.list"] = rf"{scratch_db}\.(hist|later).*"
-    c = write_connector(tmp_path / "b", scratch_db, excluded)
-    with running_in_process(c):
-        wait_for(lambda: payloads(c, topic(c, scratch_db, "plain")), 60, message="the insert")
-    assert [p["after"] for p in payloads(c, topic(c, scratch_db, "plain"))] == [{"id": 1, "a": 1}]
-    assert not any(payloads(c, topic(c, scratch_db, t)) for t in ("hist", "hist2", "later"))
-
-
-def test_a_captured_table_that_foreign_keys_change_is_named_at_first_start_and_at_its_ddl(
-    tmp_path, mariadb_admin_params, scratch_db, caplog
-):
-    """InnoDB applies ON DELETE/UPDATE CASCADE and SET NULL below the binlog, which holds
-    only the parent's change: the child's copies downstream keep rows the source no longer
-    has, without a word. The streamer cannot see those changes; it says so, per captured
-    table, when it first reads the table's definition and at a DDL that adds such a key."""
-    import logging
-
-    db = admin(mariadb_admin_params, scratch_db)
-    with db.cursor() as cur:
-        cur.execute("CREATE TABLE parent (id INT PRIMARY KEY)")
-        cur.execute(
-            "CREATE TABLE child (id INT PRIMARY KEY, pid INT, CONSTRAINT fk_parent FOREIGN KEY (pid) "
-            "REFERENCES parent (id) ON DELETE CASCADE ON UPDATE SET NULL)"
-        )
-        cur.execute(
-            "CREATE TABLE other (id INT PRIMARY KEY, pid INT, FOREIGN KEY (pid) REFERENCES parent (id))"
-        )
-    c = write_connector(tmp_path, scratch_db, {"database.server.id": 6315})
-    with caplog.at_level(logging.WARNING, "tidemark.mysql"), running_in_process(c):
-        with db.cursor() as cur:
-            cur.execute("INSERT INTO parent VALUES (1)")
-            cur.execute("INSERT INTO child VALUES (10, 1)")
-            cur.execute("DELETE FROM parent WHERE id = 1")  # deletes child 10 below the binlog
-            cur.execute("ALTER TABLE other ADD FOREIGN KEY (pid) REFERENCES parent (id) ON DELETE SET NULL")
-        wait_for(lambda: "other" in caplog.text, 60, message="the DDL's warning")
-        wait_for(
-            lambda: len(payloads(c, topic(c, scratch_db, "parent"))) == 2, 60, message="the parent's events"
-        )
-    assert [p["op"] for p in payloads(c, topic(c, scratch_db, "child"))] == ["c"]
-    warned = [r.getMessage() for r in caplog.records if "foreign keys" in r.getMessage()]
-    assert len(warned) == 2
-    assert warned[0].startswith(
-        f"{scratch_db}.child: its foreign keys change its rows below the binlog (ON DELETE"
-    )
-    assert "(ON DELETE CASCADE ON UPDATE SET NULL)" in warned[0]
-    assert warned[1].startswith(
-        f"{scratch_db}.other: its foreign keys change its rows below the binlog (ON DELETE"
-    )
-    assert "(ON DELETE SET NULL)" in warned[1]

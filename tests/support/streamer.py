@@ -236,3 +236,28 @@ def payloads(connector: Connector, topic: str) -> list[dict[str, Any]]:
 
 def admin(params: dict[str, Any], database: str | None = None) -> pymysql.Connection:
     return pymysql.connect(**params, database=database, autocommit=True)
+
+
+def topic(c: Connector, db: str, table: str) -> str:
+    """The topic of a table's change events."""
+    return f"{c.prefix}.{db}.{table}"
+
+
+def stopped_by(connector: Connector, db: pymysql.Connection, *statements: Any) -> str:
+    """The log of a streamer child that ran `statements` (once it had committed its start;
+    a callable among them is waited for) and stopped with an error."""
+    log = connector.path.with_suffix(".log")
+    proc = start_process(connector, log=log)
+    try:
+        wait_for(lambda: any(connector.state.rglob("*offset*")), 30, message="the first offsets")
+        with db.cursor() as cur:
+            for statement in statements:
+                if callable(statement):
+                    wait_for(statement, 60, message="what the test waits for")
+                else:
+                    cur.execute(statement)
+        assert wait_process(proc, 60, log) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return log.read_text()

@@ -80,6 +80,24 @@ def test_rename_table_swap_is_sequential():
     assert TableId("d", "tmp") not in out.tables
 
 
+def test_sequences_and_views_are_not_tables_of_the_history():
+    """MariaDB creates a sequence with CREATE SEQUENCE or CREATE TABLE ... SEQUENCE=1, and
+    RENAME TABLE renames views and sequences too: none is a table whose rows the history
+    describes (a rename of one stopped the streamer, saying the history was incomplete)."""
+    tables = base()
+    sequence = (
+        "CREATE TABLE s (next_not_cached_value bigint(21) NOT NULL, minimum_value bigint(21) NOT NULL) "
+        "ENGINE=InnoDB SEQUENCE=1"
+    )
+    for statement in (sequence, "CREATE OR REPLACE SEQUENCE s2 START WITH 5", "ALTER SEQUENCE s2 RESTART 7"):
+        out = apply_ddl(statement, "shop", tables)
+        assert out.kind == "ignored" and out.tables is tables
+    out = apply_ddl("RENAME TABLE s2 TO s3, t TO t2, some_view TO other_view", "shop", tables)
+    assert out.affected == (T, TableId("shop", "t2")) and list(out.tables) == [TableId("shop", "t2")]
+    named = apply_ddl("CREATE TABLE q (sequence INT, CHECK (sequence = 1)) COMMENT 'sequence'", "shop", {})
+    assert names(named.tables, TableId("shop", "q")) == ["sequence"]
+
+
 def test_alter_rename_to_another_database():
     out = apply_ddl("ALTER TABLE t RENAME TO archive.t_old", "shop", base())
     assert TableId("archive", "t_old") in out.tables and T not in out.tables

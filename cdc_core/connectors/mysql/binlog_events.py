@@ -33,6 +33,22 @@ from cdc_core.source import (
 log = logging.getLogger("tidemark.mysql")
 
 
+# MariaDB keeps a sequence's state in a one-row table of these columns and logs each
+# NEXTVAL that reaches past its cache, each SETVAL and ALTER SEQUENCE, as row events of
+# it. A sequence is not a table the history holds (its DDL is not a table's), and its
+# rows are no one's data: they stopped the streamer, saying the history was incomplete.
+SEQUENCE_COLUMNS = (
+    "next_not_cached_value",
+    "minimum_value",
+    "maximum_value",
+    "start_value",
+    "increment",
+    "cache_size",
+    "cycle_option",
+    "cycle_count",
+)
+
+
 class BinlogEvents:
     """The log-reading half of `BinlogSource`: position, GTID state and transaction in
     progress, and what each decoded event adds to a batch."""
@@ -269,6 +285,8 @@ class BinlogEvents:
     def _rows(self, record: tuple[Any, ...], batch: list[LogItem]) -> None:
         _, op, db, table, names, timestamp, start, _end, rows, error = record
         table_id = TableId(db, table)
+        if names == SEQUENCE_COLUMNS and table_id not in self.tables:
+            return  # a MariaDB sequence's own state (NEXTVAL, SETVAL): not a table's rows
         schema = self._schema_for(table_id, names)
         self._txn_tables.add(str(table_id))
         if rows is None:

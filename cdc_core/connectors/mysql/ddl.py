@@ -117,6 +117,9 @@ def _create(p: Parser, view: TableView) -> DdlOutcome:
             return DdlOutcome("ignored", (), view.original)
         if_not_exists = p.accept_seq("IF", "NOT", "EXISTS")
         table = p.table_name()
+        if _makes_sequence(p):
+            p.skip_rest()
+            return DdlOutcome("ignored", (), view.original)
         if if_not_exists and table in view.tables:
             p.skip_rest()
             return DdlOutcome("create_table", (table,), view.original)
@@ -190,14 +193,37 @@ def _rename(p: Parser, view: TableView) -> DdlOutcome:
         old = p.table_name()
         p.expect_kw("TO")
         new = p.table_name()
-        schema = view.get(old)
-        view.drop(old)
-        view.put(replace(schema, id=new))
-        affected += [old, new]
+        if old in view.tables:  # (RENAME TABLE renames views and sequences too: not in the history)
+            schema = view.get(old)
+            view.drop(old)
+            view.put(replace(schema, id=new))
+            affected += [old, new]
         if not p.accept_sym(","):
             break
     p.expect_end()
     return DdlOutcome("rename_table", tuple(affected), view.result())
+
+
+def _makes_sequence(p: Parser) -> bool:
+    """Whether a CREATE TABLE has the table option SEQUENCE=1, MariaDB's other way of
+    creating a sequence: its rows are the sequence's state (`binlog_events.SEQUENCE_COLUMNS`)."""
+    at = p.i
+    try:
+        if p.is_sym("("):
+            p.skip_parens()  # the element list: a column may be named `sequence`
+        while (token := p.peek()) is not None and not (token.kind == "sym" and token.text == ";"):
+            if p.is_sym("("):
+                p.skip_parens()
+                continue
+            p.next()
+            if token.is_kw("SEQUENCE"):
+                p.accept_sym("=")
+                value = p.peek()
+                if value is not None and value.text in ("1", "'1'"):
+                    return True
+        return False
+    finally:
+        p.i = at
 
 
 def parse_create_table(statement: str, default_database: str | None) -> TableSchema:

@@ -142,6 +142,44 @@ def test_sequences_are_passed_by_and_the_tables_that_draw_on_them_streamed(
             cur.execute("DROP TABLE s3")
             cur.execute("INSERT INTO t VALUES (2, 2)")
         wait_for(lambda: len(payloads(c, topic(c, scratch_db, "t"))) == 2, 60, message="the last insert")
-    assert [p["after"] for p in payloads(c, topic(c, scratch_db, "u"))] == [{"id": 7, "a": 1}, {"id": 17, "a": 2}]
+    assert [p["after"] for p in payloads(c, topic(c, scratch_db, "u"))] == [
+        {"id": 7, "a": 1},
+        {"id": 17, "a": 2},
+    ]
     assert not any(payloads(c, topic(c, scratch_db, s)) for s in ("s1", "s2", "s3", "s4"))
     assert "ERROR" not in caplog.text
+
+
+def test_partition_operations_that_move_rows_below_the_binlog_are_named_and_their_tables_followed(
+    tmp_path, mariadb_admin_params, scratch_db, caplog
+):
+    """TRUNCATE, DROP, EXCHANGE and CONVERT PARTITION remove or move rows with no row
+    events: the streamer passed by the first three without a word (the copies downstream
+    kept the removed rows), and stopped at CONVERT PARTITION on DDL it could not read.
+    Each is now named with a warning, and the table CONVERT PARTITION makes is followed."""
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute(
+            "CREATE TABLE p (id INT PRIMARY KEY, a INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS "
+            "THAN (10), PARTITION p1 VALUES LESS THAN (100), PARTITION p2 VALUES LESS THAN (1000))"
+        )
+        cur.execute("CREATE TABLE x (id INT PRIMARY KEY, a INT)")
+    c = write_connector(tmp_path, scratch_db, {"database.server.id": 6317})
+    with caplog.at_level(logging.WARNING, "tidemark.mysql"), running_in_process(c):
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO p VALUES (1, 1), (50, 50), (500, 500)")
+            cur.execute("INSERT INTO x VALUES (60, 60)")
+            cur.execute("ALTER TABLE p TRUNCATE PARTITION p0")
+            cur.execute("ALTER TABLE p EXCHANGE PARTITION p1 WITH TABLE x")
+            cur.execute("ALTER TABLE p CONVERT PARTITION p2 TO TABLE q")
+            cur.execute("INSERT INTO q VALUES (501, 501)")
+            cur.execute("ALTER TABLE p DROP PARTITION p1")
+        wait_for(lambda: payloads(c, topic(c, scratch_db, "q")), 60, message="the insert into the new table")
+    assert [p["after"] for p in payloads(c, topic(c, scratch_db, "q"))] == [{"id": 501, "a": 501}]
+    warned = [r.getMessage() for r in caplog.records if "with no row events" in r.getMessage()]
+    assert [w.split(" at ")[0] for w in warned] == [
+        f"{scratch_db}.p: TRUNCATE PARTITION",
+        f"{scratch_db}.p, {scratch_db}.x: EXCHANGE PARTITION",
+        f"{scratch_db}.p, {scratch_db}.q: CONVERT PARTITION",
+        f"{scratch_db}.p: DROP PARTITION",
+    ]

@@ -98,6 +98,26 @@ def test_sequences_and_views_are_not_tables_of_the_history():
     assert names(named.tables, TableId("shop", "q")) == ["sequence"]
 
 
+def test_partition_operations_that_move_rows_are_marked_and_convert_makes_or_takes_a_table():
+    tables = {
+        **base(),
+        TableId("shop", "x"): create("CREATE TABLE x (id INT PRIMARY KEY, c1 VARCHAR(10), c3 INT)"),
+    }
+    out = apply_ddl("ALTER TABLE t TRUNCATE PARTITION p0, p1", "shop", tables)
+    assert out.rows_below_binlog == "TRUNCATE PARTITION" and out.tables == tables
+    out = apply_ddl("ALTER TABLE t EXCHANGE PARTITION p1 WITH TABLE x WITHOUT VALIDATION", "shop", tables)
+    assert out.rows_below_binlog == "EXCHANGE PARTITION" and out.affected == (T, TableId("shop", "x"))
+    out = apply_ddl("ALTER TABLE t CONVERT PARTITION p2 TO TABLE archive.q", "shop", tables)
+    assert names(out.tables, TableId("archive", "q")) == names(tables) and T in out.tables
+    out = apply_ddl("ALTER TABLE t CONVERT TABLE x TO PARTITION p3 VALUES LESS THAN (10)", "shop", tables)
+    assert out.rows_below_binlog.startswith("CONVERT TABLE") and list(out.tables) == [T]
+    for statement in (
+        "ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (9))",
+        "ALTER TABLE t ADD x INT",
+    ):
+        assert apply_ddl(statement, "shop", tables).rows_below_binlog is None
+
+
 def test_alter_rename_to_another_database():
     out = apply_ddl("ALTER TABLE t RENAME TO archive.t_old", "shop", base())
     assert TableId("archive", "t_old") in out.tables and T not in out.tables

@@ -33,22 +33,6 @@ from cdc_core.source import (
 log = logging.getLogger("tidemark.mysql")
 
 
-# MariaDB keeps a sequence's state in a one-row table of these columns and logs each
-# NEXTVAL that reaches past its cache, each SETVAL and ALTER SEQUENCE, as row events of
-# it. A sequence is not a table the history holds (its DDL is not a table's), and its
-# rows are no one's data: they stopped the streamer, saying the history was incomplete.
-SEQUENCE_COLUMNS = (
-    "next_not_cached_value",
-    "minimum_value",
-    "maximum_value",
-    "start_value",
-    "increment",
-    "cache_size",
-    "cycle_option",
-    "cycle_count",
-)
-
-
 class BinlogEvents:
     """The log-reading half of `BinlogSource`: position, GTID state and transaction in
     progress, and what each decoded event adds to a batch."""
@@ -231,6 +215,9 @@ class BinlogEvents:
                     self._truncate(schema, batch, ts_ms, gtid, end_pos)
             batch.append(PositionAdvance(position, ts_ms))
             return
+        if outcome.rows_below_binlog and any(self.tables_filter.captures(t) for t in outcome.affected):
+            where = f"{outcome.rows_below_binlog} at {self.file}:{start}"
+            log.warning(server.partition_warning(", ".join(map(str, outcome.affected)), where))
         rules = server.cascades(query) if "FOREIGN" in query.upper() else []
         if rules and any(self.tables_filter.captures(t) for t in outcome.affected):
             log.warning(server.cascade_warning(", ".join(map(str, outcome.affected)), rules))
@@ -285,7 +272,7 @@ class BinlogEvents:
     def _rows(self, record: tuple[Any, ...], batch: list[LogItem]) -> None:
         _, op, db, table, names, timestamp, start, _end, rows, error = record
         table_id = TableId(db, table)
-        if names == SEQUENCE_COLUMNS and table_id not in self.tables:
+        if names == server.SEQUENCE_COLUMNS and table_id not in self.tables:
             return  # a MariaDB sequence's own state (NEXTVAL, SETVAL): not a table's rows
         schema = self._schema_for(table_id, names)
         self._txn_tables.add(str(table_id))

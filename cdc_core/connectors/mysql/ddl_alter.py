@@ -43,7 +43,8 @@ def alter_statement(p: Parser, view: TableView) -> DdlOutcome:
     table = p.table_name()
     schema = view.get(table)
     affected = [table]
-    while p.peek() is not None and not (p.is_sym(";")):
+    moved = _partition_rows(p, view, schema, affected)
+    while moved is None and p.peek() is not None and not (p.is_sym(";")):
         schema = _alter_spec(p, schema, affected)
         if not p.accept_sym(","):
             break
@@ -51,7 +52,46 @@ def alter_statement(p: Parser, view: TableView) -> DdlOutcome:
     if schema.id != table:
         view.drop(table)
     view.put(schema)
-    return DdlOutcome("alter_table", tuple(affected), view.result())
+    return DdlOutcome("alter_table", tuple(affected), view.result(), rows_below_binlog=moved)
+
+
+def _partition_rows(p: Parser, view: TableView, schema: TableSchema, affected: list[TableId]) -> str | None:
+    """A partition operation that removes or moves rows without row events (the server
+    allows it only alone in its statement): which one, the other table it involves
+    added to `affected`, and a table it makes or takes in the history. None (nothing
+    consumed) for any other specification."""
+    first, second = p.peek(), p.peek(1)
+    if first is None or second is None:
+        return None
+    if first.is_kw("TRUNCATE", "DROP") and second.is_kw("PARTITION"):
+        p.skip_rest()
+        return f"{first.text.upper()} PARTITION"
+    if first.is_kw("EXCHANGE") and second.is_kw("PARTITION"):
+        p.next(), p.next(), p.ident()
+        p.expect_kw("WITH")
+        p.expect_kw("TABLE")
+        affected.append(p.table_name())
+        p.skip_rest()
+        return "EXCHANGE PARTITION"
+    if first.is_kw("CONVERT") and second.is_kw(
+        "PARTITION"
+    ):  # MariaDB 10.7+: the partition's rows become a table
+        p.next(), p.next(), p.ident()
+        p.expect_kw("TO")
+        p.expect_kw("TABLE")
+        made = p.table_name()
+        view.put(replace(schema, id=made))
+        affected.append(made)
+        p.skip_rest()
+        return "CONVERT PARTITION"
+    if first.is_kw("CONVERT") and second.is_kw("TABLE"):  # a table's rows become a partition
+        p.next(), p.next()
+        taken = p.table_name()
+        view.drop(taken)
+        affected.append(taken)
+        p.skip_rest()
+        return "CONVERT TABLE ... TO PARTITION"
+    return None
 
 
 def _alter_spec(p: Parser, schema: TableSchema, affected: list[TableId]) -> TableSchema:

@@ -29,6 +29,9 @@ class DdlOutcome:
     affected: tuple[TableId, ...]
     tables: Mapping[TableId, TableSchema]
     databases: tuple[str, ...] = ()
+    # A partition operation that removes or moves rows with no row events (TRUNCATE, DROP,
+    # EXCHANGE or CONVERT PARTITION): the binlog holds the statement alone.
+    rows_below_binlog: str | None = None
 
 
 _IGNORED_OBJECTS = {

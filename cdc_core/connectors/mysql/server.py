@@ -157,6 +157,30 @@ def cascade_warning(table: str, rules: list[str]) -> str:
     )
 
 
+def partition_warning(tables: str, where: str) -> str:
+    return (
+        f"{tables}: {where} removes or moves rows with no row events (the binlog holds the statement alone), so "
+        "their copies downstream, Delta included, keep rows the source no longer has there and miss rows it "
+        "brought in; an incremental snapshot re-reads the rows the tables have (rows removed stay)"
+    )
+
+
+# MariaDB keeps a sequence's state in a one-row table of these columns and logs each
+# NEXTVAL that reaches past its cache, each SETVAL and ALTER SEQUENCE, as row events of
+# it. A sequence is not a table the history holds (its DDL is not a table's), and its
+# rows are no one's data: they stopped the streamer, saying the history was incomplete.
+SEQUENCE_COLUMNS = (
+    "next_not_cached_value",
+    "minimum_value",
+    "maximum_value",
+    "start_value",
+    "increment",
+    "cache_size",
+    "cycle_option",
+    "cycle_count",
+)
+
+
 def versioned_refusal(tables: list[str]) -> str:
     """Why system-versioned tables are not captured, and the way out."""
     return (

@@ -55,9 +55,10 @@ class KafkaSink:
             log.warning("Kafka is unavailable (%s); holding records and retrying", err.str())
 
     def _delivered(self, entry: int) -> Callable[[KafkaError | None, Any], None]:
-        def report(err: KafkaError | None, _msg: Any) -> None:
+        def report(err: KafkaError | None, msg: Any) -> None:
             if err is not None:
-                self._fatal = f"delivery failed: {err.name()}: {err.str()}"
+                size = len(msg.value() or b"") + len(msg.key() or b"")
+                self._fatal = f"delivery failed: {refusal(err, msg.topic(), size)}"
                 return
             self._on_ack(entry)
 
@@ -81,7 +82,9 @@ class KafkaSink:
                     # The local queue is full (slow or absent broker): wait for reports.
                     self._producer.poll(0.5)
                 except KafkaException as exc:
-                    raise KafkaSinkError(f"cannot produce to {record.topic}: {exc}") from None
+                    size = len(record.value or b"") + len(record.key or b"")
+                    why = refusal(exc.args[0], record.topic, size) if exc.args else str(exc)
+                    raise KafkaSinkError(f"cannot produce to {record.topic}: {why}") from None
         self._producer.poll(0)
 
     def poll(self) -> None:
@@ -99,3 +102,16 @@ class KafkaSink:
     def _raise_if_fatal(self) -> None:
         if self._fatal:
             raise KafkaSinkError(f"Kafka refused records: {self._fatal}")
+
+
+def refusal(err: KafkaError, topic: str, size: int) -> str:
+    """What the broker or the producer refused, and for a record too large, what to set:
+    it comes again at every restart until the limits let it through."""
+    said = f"{err.name()}: {err.str()}"
+    if err.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+        return said
+    return (
+        f"{said} (a record of {size:,} bytes on {topic}: raise the topic's max.message.bytes, the broker's "
+        "message.max.bytes and sink.kafka.producer.message.max.bytes above it, or leave the column that makes "
+        "it large out with column.exclude.list)"
+    )

@@ -12,9 +12,19 @@ default is in the column's field schema (`default`, as Debezium writes it), so:
 - rows of the same batch read with a schema from before the column (events older than
   every event that carries it) get it as they are typed.
 
-A default the field schema cannot state is left out: a column without one (MySQL's
-implicit default of a NOT NULL column, which Debezium does not write either) and a
-temporal default of the epoch, which is how CURRENT_TIMESTAMP is written.
+A NOT NULL column added without a default gets MySQL's implicit one, which Debezium does
+not write: the zero of its type (0, 0.0, '', false), an ENUM's first value, or for a
+temporal column the zero date, which the streamer writes as the epoch in such a column.
+Such a column's field schema says `optional: false` and states no default; no other
+source can add one to a table with rows. (One the source fills otherwise, an
+AUTO_INCREMENT or a generated column, is filled the same: neither says so in its
+schema.)
+
+Left out, as the field schema cannot state them: a temporal default of the epoch (how
+CURRENT_TIMESTAMP is written), and the implicit default of a NOT NULL YEAR, bit, binary,
+JSON or spatial column (a BINARY(n)'s n zero bytes, whose length the schema does not
+give). A DECIMAL written as text (decimal.handling.mode=string) is a plain string to the
+schema, so it gets '', not '0'.
 """
 
 from __future__ import annotations
@@ -40,13 +50,72 @@ def defaults(shapes: list[Shape]) -> dict[str, Column]:
             continue
         for field in row_fields(shape.schema):
             value = field.get("default")
-            if value is None or field["field"] in found or _current_time(field, value):
+            if field["field"] in found or field.get("name") == connect_types.DOCUMENT:
                 continue
-            if field.get("name") == connect_types.DOCUMENT:
+            if value is None:
+                implicit = _implicit(field)
+                if implicit is not None:
+                    found[field["field"]] = implicit
+                continue
+            if _current_time(field, value):
                 continue
             delta = connect_types.delta_value(field)(value)
             found[field["field"]] = F.lit(delta).cast(connect_types.delta_type(field))
     return found
+
+
+_ZEROS: dict[str, Any] = {
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "float": 0.0,
+    "double": 0.0,
+    "float32": 0.0,  # (Connect's names as older streamers wrote them)
+    "float64": 0.0,
+    "boolean": False,
+    "string": "",
+}
+
+
+def _implicit(field: dict[str, Any]) -> Column | None:
+    """MySQL's implicit default of a NOT NULL column with none of its own, as a literal of
+    its Delta type; None where it is not the zero of a plain type or an ENUM's first value."""
+    if field.get("optional", True):
+        return None
+    name = field.get("name")
+    if name == connect_types.ENUM:
+        allowed = (field.get("parameters") or {}).get("allowed")
+        value: Any = allowed.split(",")[0] if allowed else None
+    elif name == connect_types.DECIMAL:
+        value = 0
+    elif name is None and field["type"] in _ZEROS:
+        value = _ZEROS[field["type"]]
+    elif name in _EPOCHS:  # a zero date, written as the epoch (as the streamer writes one)
+        return F.lit(connect_types.delta_value(field)(_EPOCHS[name])).cast(connect_types.delta_type(field))
+    else:
+        return None
+    return None if value is None else F.lit(value).cast(connect_types.delta_type(field))
+
+
+_EPOCHS: dict[str, Any] = {
+    **dict.fromkeys(
+        (
+            "io.debezium.time.Date",
+            "io.debezium.time.Timestamp",
+            "io.debezium.time.MicroTimestamp",
+            "io.debezium.time.NanoTimestamp",
+            "io.debezium.time.Time",
+            "io.debezium.time.MicroTime",
+            "io.debezium.time.NanoTime",
+            "org.apache.kafka.connect.data.Date",
+            "org.apache.kafka.connect.data.Time",
+            "org.apache.kafka.connect.data.Timestamp",
+        ),
+        0,
+    ),
+    "io.debezium.time.ZonedTimestamp": "1970-01-01T00:00:00Z",
+}
 
 
 def _current_time(field: dict[str, Any], value: Any) -> bool:

@@ -44,6 +44,7 @@ _MICROS = {"io.debezium.time.MicroTimestamp"}
 _NANOS = {"io.debezium.time.NanoTimestamp"}
 _DATES = {"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"}
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
+ENUM = "io.debezium.data.Enum"
 # time.precision.mode=isostring: ISO 8601 text, a DATE as `2024-02-29Z`, a DATETIME as `...T...Z`.
 ISO_DATE, ISO_TIMESTAMP = "io.debezium.time.IsoDate", "io.debezium.time.IsoTimestamp"
 # Spark's decimals hold at most 38 digits; wider ones stay text (exact, not a double).

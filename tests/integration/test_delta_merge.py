@@ -149,7 +149,10 @@ def test_a_column_added_with_a_default_gives_it_to_the_rows_from_before_it(spark
     and no event says so: rows already in Delta and rows of the batch read with the schema
     from before the column get the default its field schema states; rows changed after it
     keep their own values, NULL included; a default of the epoch in a temporal column (how
-    CURRENT_TIMESTAMP is written) states nothing and is left out."""
+    CURRENT_TIMESTAMP is written) states nothing and is left out. A NOT NULL column added
+    without a default (MySQL gives the rows its type's zero, an ENUM's first value, or the
+    zero date, which the streamer writes as the epoch) states none in its schema, as
+    Debezium writes it, and gets that implicit one."""
     from cdc_core.events.connect_schema import field
 
     wider = [
@@ -157,24 +160,51 @@ def test_a_column_added_with_a_default_gives_it_to_the_rows_from_before_it(spark
         field("int32", "tier", default=5),
         field("string", "plan", default="basic"),
         field("int64", "since", logical="io.debezium.time.Timestamp", default=0),
+        field("int32", "score", optional=False),
+        field("string", "code", optional=False),
+        field(
+            "string",
+            "level",
+            optional=False,
+            logical="io.debezium.data.Enum",
+            parameters={"allowed": "lo,hi"},
+        ),
+        field("int32", "born", optional=False, logical="io.debezium.time.Date"),
+        field("double", "ratio", optional=False),
     ]
+    added = {"score": 7, "code": "c4", "level": "hi", "born": 1, "ratio": 0.5}
     merge_as(form, spark, tmp_path, [event("c", (0, 1, n), after=row(n, f"r{n}")) for n in (1, 2, 3)])
     merge_as(
         form,
         spark,
         tmp_path,
         [event("u", (0, 2, 1), before=row(2, "r2"), after=row(2, "two")),  # before the ALTER
-         event("c", (0, 3, 1), after=row(4, "r4", extra={"tier": 9, "plan": "pro", "since": 123}), fields=wider),
-         event("u", (0, 3, 2), before=row(3, "r3", extra={"tier": 5, "plan": "basic", "since": None}),
-               after=row(3, "r3", extra={"tier": None, "plan": "gold", "since": None}), fields=wider)],
+         event("c", (0, 3, 1), after=row(4, "r4", extra={"tier": 9, "plan": "pro", "since": 123, **added}),
+               fields=wider),
+         event("u", (0, 3, 2), before=row(3, "r3", extra={"tier": 5, "plan": "basic", "since": None, **added}),
+               after=row(3, "r3", extra={"tier": None, "plan": "gold", "since": None, **added}), fields=wider)],
     )  # fmt: skip
     table = spark.read.format("delta").load(f"{tmp_path}/shop.accounts")
-    rows = sorted((r.id, r.name, r.tier, r.plan, r.since) for r in table.where("NOT _cdc_deleted").collect())
+    rows = sorted(
+        (r.id, r.name, r.tier, r.plan, r.since, r.score, r.code, r.level, r.born, r.ratio)
+        for r in table.where("NOT _cdc_deleted").collect()
+    )
     assert rows == [
-        (1, "r1", 5, "basic", None),
-        (2, "two", 5, "basic", None),
-        (3, "r3", None, "gold", None),
-        (4, "r4", 9, "pro", dt.datetime(1970, 1, 1, 0, 0, 0, 123000)),
+        (1, "r1", 5, "basic", None, 0, "", "lo", dt.date(1970, 1, 1), 0.0),
+        (2, "two", 5, "basic", None, 0, "", "lo", dt.date(1970, 1, 1), 0.0),
+        (3, "r3", None, "gold", None, 7, "c4", "hi", dt.date(1970, 1, 2), 0.5),
+        (
+            4,
+            "r4",
+            9,
+            "pro",
+            dt.datetime(1970, 1, 1, 0, 0, 0, 123000),
+            7,
+            "c4",
+            "hi",
+            dt.date(1970, 1, 2),
+            0.5,
+        ),
     ]
 
 

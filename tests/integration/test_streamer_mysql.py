@@ -347,3 +347,45 @@ def test_rows_a_session_logs_in_part_or_as_statements_stop_the_streamer_or_are_s
         and "binlog_format=STATEMENT or MIXED" in caplog.text
     )
     assert "(LOAD DATA LOCAL INFILE" in caplog.text  # (it was dropped without a word)
+
+
+def test_text_in_every_charset_and_enum_members_outside_utf8_stream_as_stored(
+    tmp_path, mariadb_admin_params, scratch_db
+):
+    """python-mysql-replication decodes text with Python's codec of the charset's name:
+    UTF-16 and UTF-32 (big-endian in MySQL) read as little-endian stopped the streamer at
+    the first row, and ucs2 and utf16le (no such codecs) came out as bytes; it reads ENUM
+    and SET member names from the table map as UTF-8, so a latin1 'ä' member came out as
+    ''. Every value now streams as a chunk read gives it."""
+    db = admin(mariadb_admin_params, scratch_db)
+    texts = {
+        "latin1": "café ÿ",
+        "utf16": "привет 😀",
+        "utf16le": "日本語",
+        "utf32": "ñ 😀",
+        "ucs2": "Ωmega",
+        "macce": "Łódź",
+        "cp1251": "привет",
+        "sjis": "日本",
+        "gbk": "中文",
+        "greek": "αβγ",
+        "utf8mb3": "ünï",
+    }
+    columns = ", ".join(f"{cs} VARCHAR(20) CHARACTER SET {cs}" for cs in texts)
+    with db.cursor() as cur:
+        cur.execute(
+            f"CREATE TABLE cs (id INT PRIMARY KEY, {columns}, t TEXT CHARACTER SET utf16, "
+            "e ENUM('a', 'ä', 'ö') CHARACTER SET latin1, s SET('x', 'ü', 'ß') CHARACTER SET latin1)"
+        )
+    c = write_connector(tmp_path, scratch_db, {"database.server.id": 6318})
+    values = [*texts.values(), "text ü 😀", "ö", "x,ß"]
+    with running_in_process(c):
+        with db.cursor() as cur:
+            cur.execute("SET NAMES utf8mb4")
+            marks = ", ".join(["%s"] * len(values))
+            cur.execute(f"INSERT INTO cs VALUES (1, {marks})", values)
+            cur.execute("UPDATE cs SET e = 'ä', s = '' WHERE id = 1")
+        wait_for(lambda: len(payloads(c, topic(c, scratch_db, "cs"))) == 2, 60, message="both events")
+    created, updated = payloads(c, topic(c, scratch_db, "cs"))
+    assert created["after"] == {"id": 1, **texts, "t": "text ü 😀", "e": "ö", "s": "x,ß"}
+    assert (updated["before"]["e"], updated["after"]["e"], updated["after"]["s"]) == ("ö", "ä", "")

@@ -2,7 +2,8 @@
 
 The binlog, a chunk read and a Spark-staged file give one stored key value in different
 Python forms (BINARY without its trailing zero bytes, TIMESTAMP naive or aware, BIGINT
-UNSIGNED as int or Decimal, TIME as timedelta or text, BIT as bits, bytes or int). A
+UNSIGNED as int or Decimal, TIME as timedelta or text, BIT as bits, bytes or int, ENUM
+and SET as a member's index or bits, or text). A
 change inside a window must drop the staged row of the same key whatever forms met.
 A window whose LW was processed before a restart is released at its HW after it, with the
 keys recorded before the restart; one that cannot be released is read again by the
@@ -55,6 +56,9 @@ FORMS = {
     ),
     "bit": (Column("k", "BIT", 10, nullable=False), "1000000001", 513),
     "year": (Column("k", "YEAR", nullable=False), 2024, 2024),
+    # the decoder gives a member's index or bits (its names, from the table map, may be lost)
+    "enum": (Column("k", "ENUM", charset="latin1", enum_values=("lo", "ä"), nullable=False), 2, "ä"),
+    "set": (Column("k", "SET", charset="latin1", enum_values=("a", "ö", "c"), nullable=False), 0b011, "a,ö"),
 }
 
 

@@ -96,6 +96,25 @@ def test_enum_and_set_members_come_from_the_column_type():
     assert mapping.schema["parameters"] == {"allowed": "s,it's,l"}
 
 
+@pytest.mark.parametrize(
+    "charset, text",
+    [("utf16", "привет 😀"), ("utf32", "ñ 😀"), ("ucs2", "Ωmega"), ("utf16le", "日本語"), ("latin1", "café €"),
+     ("macce", "Łódź"), ("utf8mb4", "ünï 😀"), ("cp1251", "привет")],
+)  # fmt: skip
+def test_text_is_read_in_its_columns_charset_as_mysql_stores_it(charset, text):
+    """MySQL's UTF-16, UTF-32 and UCS-2 are big-endian (Python's `utf16` reads them
+    little-endian), its latin1 is Windows-1252, and `ucs2`, `utf16le`, `macce` are not
+    Python's names."""
+    from cdc_core.connectors.mysql.charsets import python_codec
+    from cdc_core.schema.model import Column
+
+    stored = {"utf16": "utf-16-be", "utf32": "utf-32-be", "ucs2": "utf-16-be", "utf16le": "utf-16-le"}
+    raw = text.encode(stored.get(charset, python_codec(charset)))
+    if charset == "utf16":
+        assert raw[:2] == b"\x04\x3f"  # big-endian, no byte-order mark
+    assert decoder(Column("t", "VARCHAR", 20, charset=charset))(raw) == text
+
+
 def test_zero_dates_are_null_or_the_epoch_in_a_not_null_column():
     nullable = column_of("d", "datetime", nullable=True)
     required = column_of("d", "datetime", nullable=False)

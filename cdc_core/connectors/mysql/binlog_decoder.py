@@ -35,7 +35,6 @@ both are changes the parent must refuse or skip aloud, never miss.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import signal
 import time
@@ -43,7 +42,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from pymysqlreplication import BinLogStreamReader
-from pymysqlreplication.constants import FIELD_TYPE, NONE_SOURCE
 from pymysqlreplication.event import (
     ExecuteLoadQueryEvent,
     GtidEvent,
@@ -63,6 +61,7 @@ from pymysqlreplication.row_event import (
 )
 
 from cdc_core.connectors.mysql.compressed_events import BinlogConnection, size_in_file
+from cdc_core.connectors.mysql.decoder_repairs import repaired, repairs_for
 from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
 from cdc_core.schema.model import TableId
 
@@ -278,7 +277,7 @@ def _rows(
         cached = names_cache[event.table_id] = (
             id(event.columns),
             tuple(c.name for c in event.columns),
-            _repairs(event.columns),
+            repairs_for(event.columns),
         )
     repairs = cached[2]
     try:
@@ -301,13 +300,13 @@ def _rows(
         if op == OP_UPDATE:
             decoded: list[Any] = [
                 (
-                    _values(r["before_values"], r["before_none_sources"], repairs),
-                    _values(r["after_values"], r["after_none_sources"], repairs),
+                    repaired(r["before_values"], r["before_none_sources"], repairs),
+                    repaired(r["after_values"], r["after_none_sources"], repairs),
                 )
                 for r in rows
             ]
         else:
-            decoded = [_values(r["values"], r["none_sources"], repairs) for r in rows]
+            decoded = [repaired(r["values"], r["none_sources"], repairs) for r in rows]
         error = None
     except Exception as exc:
         decoded, error = None, f"{type(exc).__name__}: {exc}"
@@ -346,50 +345,3 @@ def _absent(event: Any, op: str) -> list[str]:
     if all(m == full for m in maps):
         return []
     return [c.name for i, c in enumerate(event.columns) if any(not (m[i // 8] >> (i % 8)) & 1 for m in maps)]
-
-
-# ----------------------------------------------------------------------------- decoder repairs
-# python-mysql-replication 1.0.17 decodes two column types wrongly; the row images are
-# repaired here, where the column types are known, so every later stage sees the value
-# the server holds (as a chunk read gives it).
-
-
-def _repairs(columns: Any) -> tuple[tuple[int, str, Any], ...] | None:
-    """(position, name, repair) for the columns of a table map that need one."""
-    found = []
-    for position, column in enumerate(columns):
-        if column.type == FIELD_TYPE.TIME2 and getattr(column, "fsp", 0):
-            found.append((position, column.name, _negative_time_fraction))
-        elif column.type == FIELD_TYPE.SET:
-            found.append((position, column.name, None))
-    return tuple(found) or None
-
-
-def _values(values: dict[str, Any], none_sources: dict[str, str], repairs: Any) -> tuple[Any, ...]:
-    row = tuple(values.values())
-    if repairs is None:
-        return row
-    fixed = list(row)
-    for position, name, repair in repairs:
-        value = fixed[position]
-        if repair is None:  # SET: an empty set is decoded as None, marked as such
-            if value is None and none_sources.get(name) == NONE_SOURCE.EMPTY_SET:
-                fixed[position] = frozenset()
-        elif value is not None:
-            fixed[position] = repair(value)
-    return tuple(fixed)
-
-
-_SECOND = 1_000_000
-
-
-def _negative_time_fraction(value: dt.timedelta) -> dt.timedelta:
-    """A negative TIME(n) with a fraction comes out of the decoder as -(s + (1 - f))
-    instead of -(s + f): its fraction bytes, stored complemented, are read as they are."""
-    micros = (value.days * 86_400 + value.seconds) * _SECOND + value.microseconds
-    if micros >= 0:
-        return value
-    whole, fraction = divmod(-micros, _SECOND)
-    if fraction == 0:
-        return value
-    return dt.timedelta(microseconds=-(whole * _SECOND + (_SECOND - fraction)))

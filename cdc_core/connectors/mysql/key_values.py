@@ -11,6 +11,7 @@ readers give one stored value in different Python forms:
 | TIMESTAMP | naive datetime (UTC) | naive datetime (UTC session) | aware datetime (UTC) |
 | TIME | timedelta | timedelta | text `-HH:MM:SS.ffffff` |
 | BIT(n) | text of bits | bytes, big-endian | int (BIT(64) signed) |
+| ENUM / SET | the member's index / bits | text | text |
 
 `key_value(column)` maps each of them to one canonical value, equal (and hashing alike)
 for one stored value and, where `chunk_reader._EXACT` says Python orders the column as
@@ -54,9 +55,13 @@ def key_value(column: Column) -> KeyValue:
     elif kind == "TIME":
         convert = _time
     elif kind == "SET":
-        order = {m: i for i, m in enumerate(column.enum_values)}
-        return _null_safe(lambda v: _members(v, order))
-    elif kind in CHAR_TYPES or kind in ("ENUM", "JSON", "UUID", "INET4", "INET6"):
+        names = tuple(column.enum_values)
+        order = {m: i for i, m in enumerate(names)}
+        return _null_safe(lambda v: _members(_set_names(v, names), order))
+    elif kind == "ENUM":  # the decoder gives a member's index (decoder_repairs.py)
+        members = ("", *column.enum_values)
+        return _null_safe(lambda v: members[v] if isinstance(v, int) else _text(v))
+    elif kind in CHAR_TYPES or kind in ("JSON", "UUID", "INET4", "INET6"):
         convert = _text
     else:
         return lambda v: v
@@ -128,6 +133,13 @@ def _text(v: Any) -> str:
     if isinstance(v, (bytes, bytearray)):
         return bytes(v).decode("utf-8", errors="surrogateescape")
     return v if isinstance(v, str) else str(v)
+
+
+def _set_names(v: Any, names: tuple[str, ...]) -> Any:
+    """The decoder's bits of a SET (decoder_repairs.py) as its members' names."""
+    if isinstance(v, int):
+        return [m for i, m in enumerate(names) if v & (1 << i)]
+    return v
 
 
 def _members(v: Any, order: dict[str, int]) -> str:

@@ -302,7 +302,13 @@ def _json(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converte
 def _enum(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:
     params = {"allowed": ",".join(column.enum_values)}
     schema = field("string", column.name, opt, logical="io.debezium.data.Enum", version=1, parameters=params)
-    return schema, IDENTITY
+    members = ("", *column.enum_values)  # index 0: the empty string MySQL stores for an invalid value
+
+    def convert(v: Any) -> str:
+        """A member's index (the binlog decoder's) or its name (a chunk read's)."""
+        return members[v] if isinstance(v, int) else v
+
+    return schema, convert
 
 
 def _set(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from pymysql.charset import charset_by_id
 
+from cdc_core.connectors.mysql.charsets import python_codec
 from cdc_core.errors import SchemaMismatchError
 from cdc_core.schema.model import Column
 
@@ -148,7 +149,7 @@ def decoder(column: Column) -> Decoder:
         return _time
     if kind in _BINARY:
         return bytes
-    encoding = _python_encoding(column.charset)
+    encoding = python_codec(column.charset)
     return lambda v: v.decode(encoding, errors="surrogateescape")
 
 
@@ -164,12 +165,6 @@ def decode_row(row: Any, decoders: Sequence[Decoder]) -> tuple[Any, ...]:
         out.append(decode(values[at : at + length]))
         at += length
     return tuple(out)
-
-
-def _python_encoding(charset: str | None) -> str:
-    if charset is None or charset.startswith("utf8"):
-        return "utf-8"
-    return {"latin1": "cp1252", "ascii": "ascii", "binary": "latin-1"}.get(charset, charset)
 
 
 def _date(v: bytes) -> dt.date | None:

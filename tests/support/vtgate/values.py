@@ -8,8 +8,8 @@ scale that is a multiple of 9) keeps its zero padding (`000000000000000001`); TI
 UTC and the zero TIMESTAMP/DATETIME/DATE as zeros; YEAR 0 as `0000`; BINARY(n) padded
 with zero bytes to n; ENUM and SET as their member text (SET members in definition
 order); BIT as big-endian bytes; strings as bytes in the column's character set. The
-cells come from python-mysql-replication, with the project's repairs of its empty-SET
-and negative-TIME decoding faults (`cdc_core.connectors.mysql.binlog_decoder`).
+cells come from python-mysql-replication, with the project's repairs of its decoding
+faults (`cdc_core.connectors.mysql.decoder_repairs`).
 
 Copy phase: what MySQL's text protocol returns on a `SET NAMES binary` connection with
 `time_zone = '+00:00'` (`FLOAT` is `1.5`, `DECIMAL` `0.50`), read with decoding off."""
@@ -26,7 +26,7 @@ from pymysql.charset import charset_by_name
 from pymysqlreplication.constants import NONE_SOURCE
 from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
-from cdc_core.connectors.mysql.binlog_decoder import _repairs, _values
+from cdc_core.connectors.mysql.decoder_repairs import repaired, repairs_for
 from cdc_core.connectors.vitess.generated import query_pb2 as q
 
 _INTEGERS = {1, 2, 3, 8, 9}  # TINY, SHORT, LONG, LONGLONG, INT24
@@ -61,21 +61,21 @@ def decode_row(row: Any) -> list[bytes | None]:
 def row_images(event: Any) -> list[tuple[Any, Any]]:
     """(before, after) per row of a rows event, each (values in column order, the
     decoder's reasons for None values) or None, with the project's repairs applied."""
-    repairs = _repairs(event.columns)
+    repairs = repairs_for(event.columns)
     out = []
     for row in event.rows:
         if isinstance(event, UpdateRowsEvent):
             before = (
-                _values(row["before_values"], row["before_none_sources"], repairs),
+                repaired(row["before_values"], row["before_none_sources"], repairs),
                 row["before_none_sources"],
             )
             after = (
-                _values(row["after_values"], row["after_none_sources"], repairs),
+                repaired(row["after_values"], row["after_none_sources"], repairs),
                 row["after_none_sources"],
             )
             out.append((before, after))
         else:
-            image = (_values(row["values"], row["none_sources"], repairs), row["none_sources"])
+            image = (repaired(row["values"], row["none_sources"], repairs), row["none_sources"])
             out.append((None, image) if isinstance(event, WriteRowsEvent) else (image, None))
     return out
 
@@ -108,9 +108,11 @@ def binlog_text(value: Any, column: Any, none_source: str = "") -> bytes | None:
     if kind == _BIT:
         number = int(value, 2) if isinstance(value, str) else int(value)
         return number.to_bytes(column.bytes, "big")
-    if kind == _SET:
-        members = [m for m in column.set_values or () if m in value]
+    if kind == _SET:  # the decoder's bits (decoder_repairs), named as the library read them
+        members = [m for i, m in enumerate(column.set_names or ()) if value & (1 << i)]
         return ",".join(members).encode(_codec(column))
+    if kind == _ENUM:  # the member's index
+        return column.enum_names[value].encode(_codec(column))
     if kind == _JSON:  # MySQL's binary JSON; MariaDB's JSON is LONGTEXT and never gets here
         return json.dumps(value, separators=(", ", ": ")).encode()
     if isinstance(value, (bytes, bytearray)):

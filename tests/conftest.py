@@ -92,6 +92,7 @@ def scratch_db(mariadb_admin_params) -> Iterator[str]:
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
         yield name
+        conn.ping(reconnect=True)  # (a test may have restarted the server)
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
     finally:

@@ -1,5 +1,5 @@
-"""Nothing is lost across stops: SIGTERM (no duplicates at all), a killed decoder, and a
-Kafka broker that goes away mid-stream. (`kill -9` inside a large transaction: the
+"""Nothing is lost across stops: SIGTERM (no duplicates at all), the database going away
+and coming back, a killed decoder, and a Kafka broker that goes away mid-stream. (`kill -9` inside a large transaction: the
 conformance suite, tests/conformance/test_streaming.py.)"""
 
 from __future__ import annotations
@@ -102,6 +102,51 @@ def test_sigterm_stops_cleanly_and_resumes_without_duplicates(tmp_path, mariadb_
     events = payloads(c, topic)
     assert len(events) == 300
     assert len({identity(e) for e in events}) == 300
+
+
+def test_the_database_going_away_and_coming_back_loses_and_repeats_nothing(
+    tmp_path, mariadb_admin_params, scratch_db
+):
+    """The server stops mid-stream (a restart, a failover): the streamer says it lost the
+    connection, retries until the server is back and resumes from its committed offset,
+    in a new binlog file where table ids are handed out again."""
+    from scripts import services
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        cur.execute("CREATE TABLE u (id INT PRIMARY KEY, w VARCHAR(10))")
+    c = write_connector(tmp_path, scratch_db, {"database.server.id": 6319})
+    log = tmp_path / "streamer.log"
+    proc = start_process(c, log=log)
+    server = services.SERVICES["mariadb"]
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30)
+        with db.cursor() as cur:
+            cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i) for i in range(50)])
+            cur.execute("INSERT INTO u VALUES (1, 'one')")
+        server.stop()
+        try:
+            wait_for(lambda: "cannot connect to" in log.read_text(), 30, message="the streamer retrying")
+            assert proc.poll() is None
+        finally:
+            server.start()
+        db = admin(mariadb_admin_params, scratch_db)
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO u VALUES (2, 'two')")  # u first now: its table id differs
+            cur.executemany("INSERT INTO t VALUES (%s, %s)", [(i, i) for i in range(50, 100)])
+        wait_for(lambda: len(payloads(c, f"{c.prefix}.{scratch_db}.t")) >= 100, 60)
+        assert stop_process(proc, signal.SIGTERM) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    t = payloads(c, f"{c.prefix}.{scratch_db}.t")
+    assert sorted(e["after"]["id"] for e in t) == list(range(100))
+    assert [e["after"] for e in payloads(c, f"{c.prefix}.{scratch_db}.u")] == [
+        {"id": 1, "w": "one"},
+        {"id": 2, "w": "two"},
+    ]
+    assert "lost the binlog connection" in log.read_text()
 
 
 def test_a_killed_decoder_process_is_restarted_from_the_committed_offset(

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc_core.connectors.mysql import binlog_decoder as dec
-from cdc_core.connectors.mysql import ddl, ddl_tokens, server
+from cdc_core.connectors.mysql import ddl, server
+from cdc_core.connectors.mysql.ddl_effects import check_effects
 from cdc_core.connectors.mysql.ddl_tokens import shorten
 from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
@@ -215,16 +216,7 @@ class BinlogEvents:
                     self._truncate(schema, batch, ts_ms, gtid, end_pos)
             batch.append(PositionAdvance(position, ts_ms))
             return
-        if outcome.rows_below_binlog and any(self.tables_filter.captures(t) for t in outcome.affected):
-            where = f"{outcome.rows_below_binlog} at {self.file}:{start}"
-            log.warning(server.partition_warning(", ".join(map(str, outcome.affected)), where))
-        rules = server.cascades(query) if "FOREIGN" in query.upper() else []
-        if rules and any(self.tables_filter.captures(t) for t in outcome.affected):
-            log.warning(server.cascade_warning(", ".join(map(str, outcome.affected)), rules))
-        if _adds_versioning(query):
-            captured = sorted(str(t) for t in outcome.affected if self.tables_filter.captures(t))
-            if captured:
-                raise TidemarkError(f"{server.versioned_refusal(captured)} (DDL at {self.file}:{start})")
+        check_effects(query, outcome, self.tables_filter.captures, f"{self.file}:{start}")
         self.tables = dict(outcome.tables)
         self._checked.clear()
         if self.only_captured_ddl and not any(self.tables_filter.captures(t) for t in outcome.affected):
@@ -395,12 +387,3 @@ def _xa_gtrid(xid: str) -> bytes | None:
     except ValueError:
         return None
     return None
-
-
-def _adds_versioning(query: str) -> bool:
-    """CREATE ... WITH SYSTEM VERSIONING or ALTER ... ADD SYSTEM VERSIONING (not DROP)."""
-    words = [t.text.upper() for t in ddl_tokens.tokenize(query) if t.kind == "word"]
-    return any(
-        w == "SYSTEM" and words[i + 1 : i + 2] == ["VERSIONING"] and words[i - 1 : i] != ["DROP"]
-        for i, w in enumerate(words)
-    )

@@ -206,7 +206,7 @@ def _rename(p: Parser, view: TableView) -> DdlOutcome:
 
 def _makes_sequence(p: Parser) -> bool:
     """Whether a CREATE TABLE has the table option SEQUENCE=1, MariaDB's other way of
-    creating a sequence: its rows are the sequence's state (`binlog_events.SEQUENCE_COLUMNS`)."""
+    creating a sequence: its rows are the sequence's state (`server.SEQUENCE_COLUMNS`)."""
     at = p.i
     try:
         if p.is_sym("("):

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, INT_TYPES
+from cdc_core.connectors.mysql.types import BINARY_TYPES, CHAR_TYPES, INT_TYPES, set_members
 from cdc_core.schema.model import Column
 
 KeyValue = Callable[[Any], Any]
@@ -57,7 +57,7 @@ def key_value(column: Column) -> KeyValue:
     elif kind == "SET":
         names = tuple(column.enum_values)
         order = {m: i for i, m in enumerate(names)}
-        return _null_safe(lambda v: _members(_set_names(v, names), order))
+        return _null_safe(lambda v: _members(set_members(names, v) if isinstance(v, int) else v, order))
     elif kind == "ENUM":  # the decoder gives a member's index (decoder_repairs.py)
         members = ("", *column.enum_values)
         return _null_safe(lambda v: members[v] if isinstance(v, int) else _text(v))
@@ -133,13 +133,6 @@ def _text(v: Any) -> str:
     if isinstance(v, (bytes, bytearray)):
         return bytes(v).decode("utf-8", errors="surrogateescape")
     return v if isinstance(v, str) else str(v)
-
-
-def _set_names(v: Any, names: tuple[str, ...]) -> Any:
-    """The decoder's bits of a SET (decoder_repairs.py) as its members' names."""
-    if isinstance(v, int):
-        return [m for i, m in enumerate(names) if v & (1 << i)]
-    return v
 
 
 def _members(v: Any, order: dict[str, int]) -> str:

@@ -317,7 +317,7 @@ def _set(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter
 
     def convert(v: Any) -> str:
         if isinstance(v, int):
-            return ",".join(m for i, m in enumerate(column.enum_values) if v & (1 << i))
+            return ",".join(set_members(column.enum_values, v))
         if isinstance(v, str):
             return v
         return ",".join(sorted(v, key=lambda m: order.get(m, len(order))))
@@ -326,6 +326,11 @@ def _set(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter
         "string", column.name, opt, logical="io.debezium.data.EnumSet", version=1, parameters=params
     )
     return schema, convert
+
+
+def set_members(names: tuple[str, ...], bits: int) -> list[str]:
+    """A SET's members from its bits (as the binlog decoder gives them), in member order."""
+    return [m for i, m in enumerate(names) if bits & (1 << i)]
 
 
 def _spatial(column: Column, modes: TypeModes, opt: bool) -> tuple[Schema, Converter]:

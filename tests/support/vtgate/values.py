@@ -27,6 +27,7 @@ from pymysqlreplication.constants import NONE_SOURCE
 from pymysqlreplication.row_event import UpdateRowsEvent, WriteRowsEvent
 
 from cdc_core.connectors.mysql.decoder_repairs import repaired, repairs_for
+from cdc_core.connectors.mysql.types import set_members
 from cdc_core.connectors.vitess.generated import query_pb2 as q
 
 _INTEGERS = {1, 2, 3, 8, 9}  # TINY, SHORT, LONG, LONGLONG, INT24
@@ -109,8 +110,7 @@ def binlog_text(value: Any, column: Any, none_source: str = "") -> bytes | None:
         number = int(value, 2) if isinstance(value, str) else int(value)
         return number.to_bytes(column.bytes, "big")
     if kind == _SET:  # the decoder's bits (decoder_repairs), named as the library read them
-        members = [m for i, m in enumerate(column.set_names or ()) if value & (1 << i)]
-        return ",".join(members).encode(_codec(column))
+        return ",".join(set_members(column.set_names or (), value)).encode(_codec(column))
     if kind == _ENUM:  # the member's index
         return column.enum_names[value].encode(_codec(column))
     if kind == _JSON:  # MySQL's binary JSON; MariaDB's JSON is LONGTEXT and never gets here

@@ -105,6 +105,8 @@ def test_partition_operations_that_move_rows_are_marked_and_convert_makes_or_tak
     }
     out = apply_ddl("ALTER TABLE t TRUNCATE PARTITION p0, p1", "shop", tables)
     assert out.rows_below_binlog == "TRUNCATE PARTITION" and out.tables == tables
+    out = apply_ddl("ALTER TABLE t ALGORITHM=INPLACE, LOCK=NONE, DROP PARTITION p0", "shop", tables)
+    assert out.rows_below_binlog == "DROP PARTITION"
     out = apply_ddl("ALTER TABLE t EXCHANGE PARTITION p1 WITH TABLE x WITHOUT VALIDATION", "shop", tables)
     assert out.rows_below_binlog == "EXCHANGE PARTITION" and out.affected == (T, TableId("shop", "x"))
     out = apply_ddl("ALTER TABLE t CONVERT PARTITION p2 TO TABLE archive.q", "shop", tables)

@@ -43,8 +43,11 @@ def alter_statement(p: Parser, view: TableView) -> DdlOutcome:
     table = p.table_name()
     schema = view.get(table)
     affected = [table]
-    moved = _partition_rows(p, view, schema, affected)
-    while moved is None and p.peek() is not None and not (p.is_sym(";")):
+    moved = None
+    while p.peek() is not None and not (p.is_sym(";")):
+        moved = _partition_rows(p, view, schema, affected)
+        if moved is not None:  # (it reads the rest: ALGORITHM=, LOCK= may come before it)
+            break
         schema = _alter_spec(p, schema, affected)
         if not p.accept_sym(","):
             break
@@ -56,10 +59,10 @@ def alter_statement(p: Parser, view: TableView) -> DdlOutcome:
 
 
 def _partition_rows(p: Parser, view: TableView, schema: TableSchema, affected: list[TableId]) -> str | None:
-    """A partition operation that removes or moves rows without row events (the server
-    allows it only alone in its statement): which one, the other table it involves
-    added to `affected`, and a table it makes or takes in the history. None (nothing
-    consumed) for any other specification."""
+    """A partition operation that removes or moves rows without row events (the last
+    specification of its statement): which one, the other table it involves added to
+    `affected`, and a table it makes or takes in the history. None (nothing consumed) for
+    any other specification."""
     first, second = p.peek(), p.peek(1)
     if first is None or second is None:
         return None
@@ -73,9 +76,8 @@ def _partition_rows(p: Parser, view: TableView, schema: TableSchema, affected: l
         affected.append(p.table_name())
         p.skip_rest()
         return "EXCHANGE PARTITION"
-    if first.is_kw("CONVERT") and second.is_kw(
-        "PARTITION"
-    ):  # MariaDB 10.7+: the partition's rows become a table
+    if first.is_kw("CONVERT") and second.is_kw("PARTITION"):
+        # MariaDB 10.7+: the partition's rows become a table
         p.next(), p.next(), p.ident()
         p.expect_kw("TO")
         p.expect_kw("TABLE")
@@ -176,14 +178,12 @@ def _alter_spec(p: Parser, schema: TableSchema, affected: list[TableId]) -> Tabl
     if tok is not None and tok.is_kw(
         "COALESCE",
         "REORGANIZE",
-        "EXCHANGE",
         "ANALYZE",
         "CHECK",
         "OPTIMIZE",
         "REBUILD",
         "REPAIR",
         "REMOVE",
-        "TRUNCATE",
         "PARTITION",
     ):
         p.skip_rest()
@@ -325,9 +325,6 @@ def _alter_drop(p: Parser, schema: TableSchema) -> TableSchema:
     tok = p.peek()
     if tok is not None and tok.is_kw("INDEX", "KEY", "FOREIGN", "CONSTRAINT", "CHECK", "PERIOD", "SYSTEM"):
         p.skip_to_element_end()
-        return schema
-    if tok is not None and tok.is_kw("PARTITION"):
-        p.skip_rest()
         return schema
     p.accept_kw("COLUMN")
     if_exists = p.accept_seq("IF", "EXISTS")

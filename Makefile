@@ -45,8 +45,10 @@ status:
 # Unit tests need no service; integration and e2e tests use the real MariaDB and Kafka
 # (started here if not running, and stopped again afterwards if this run started them),
 # Spark in local mode with Delta, and Airflow with a migrated SQLite metadata database.
+# The tests run in lanes (scripts/test_lanes.py): those on Airflow's metadata database
+# beside the rest, then the few that stop a service, alone.
 test: install
-	@$(SERVICES) run mariadb kafka airflow-db vitess -- $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(SERVICES) run mariadb kafka airflow-db vitess -- $(PY) -m scripts.test_lanes $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest collected no tests" >&2; fi; exit $$rc
 
 test-unit: install

@@ -87,16 +87,12 @@ def scratch_db(mariadb_admin_params) -> Iterator[str]:
     import pymysql
 
     name = f"t_{uuid.uuid4().hex[:10]}"
-    conn = pymysql.connect(**mariadb_admin_params, autocommit=True)
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
-        yield name
-        conn.ping(reconnect=True)  # (a test may have restarted the server)
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
-    finally:
-        conn.close()
+    with pymysql.connect(**mariadb_admin_params, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+    yield name
+    # (a connection of its own: a test may have restarted the server meanwhile)
+    with pymysql.connect(**mariadb_admin_params, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
 
 
 @pytest.fixture(scope="session")
@@ -142,9 +138,38 @@ def airflow_server():
     return _AIRFLOW.get()
 
 
+# Modules that run in the `airflow` lane only to even out the two lanes' time (the Airflow
+# tests mostly wait; these are Spark's work): about 1,050 s a lane on the 2-core CI machine.
+BESIDE_AIRFLOW = ("test_delta_merge.py", "test_delta_merge_pipeline.py")
+
+
+def lane(item) -> str:
+    """The lane of scripts/test_lanes.py a test runs in: `exclusive` for a test marked so,
+    `airflow` for one that uses Airflow's metadata database (a running Airflow, or
+    `dag.test()` on the same SQLite file: the Airflow modules and the demo's) and for the
+    modules of BESIDE_AIRFLOW, else `shared`."""
+    if item.get_closest_marker("exclusive"):
+        return "exclusive"
+    path = Path(str(item.path))
+    if (
+        "airflow_server" in getattr(item, "fixturenames", ())
+        or path.parent.name == "e2e"
+        or path.name.startswith("test_airflow")
+        or path.name in BESIDE_AIRFLOW
+    ):
+        return "airflow"
+    return "shared"
+
+
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """The tests that need a running Airflow first, in their order, the end-to-end ones
-    last of them (the demo's test ends with `make down`), then the rest."""
+    """Only the lane's tests when scripts/test_lanes.py names one; then the tests that need
+    a running Airflow first, in their order, the end-to-end ones last of them (the demo's
+    test ends with `make down`), then the rest."""
+    wanted = os.environ.get("TIDEMARK_TEST_LANE")
+    if wanted:
+        kept = [item for item in items if lane(item) == wanted]
+        config.hook.pytest_deselected(items=[item for item in items if lane(item) != wanted])
+        items[:] = kept
 
     def group(item) -> int:
         if "airflow_server" not in getattr(item, "fixturenames", ()):
@@ -164,7 +189,7 @@ def pytest_sessionfinish(session, exitstatus) -> None:
 
 
 # The VTGate test double (fixture `vitess`) and the MongoDB test server (fixture `mongodb`).
-pytest_plugins = ["tests.support.vtgate.fixture", "tests.support.mongo.fixture"]
+pytest_plugins = ["pytester", "tests.support.vtgate.fixture", "tests.support.mongo.fixture"]
 
 
 # py4j logs "closing connection" from __del__ at interpreter exit, after pytest has

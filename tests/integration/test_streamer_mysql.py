@@ -150,6 +150,7 @@ def test_invalid_configuration_fails_at_start_naming_the_property(tmp_path, scra
     assert "snapshot.fetch.size.typo: unknown property" in result.stderr
 
 
+@pytest.mark.exclusive  # purges the binlogs every other streamer reads
 def test_purged_binlog_fails_with_a_recovery_message(tmp_path, mariadb_admin_params, scratch_db):
     db = admin(mariadb_admin_params, scratch_db)
     with db.cursor() as cur:
@@ -228,6 +229,7 @@ def test_xa_transactions_end_where_the_binlog_ends_them_and_a_rollback_after_pre
     assert "XA ROLLBACK" in caplog.text and f"tables: {scratch_db}.t" in caplog.text
 
 
+@pytest.mark.exclusive  # SET GLOBAL log_bin_compress
 def test_compressed_binlog_events_are_read_like_plain_ones_and_resumed_from(
     tmp_path, mariadb_admin_params, scratch_db
 ):

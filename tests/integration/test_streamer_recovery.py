@@ -104,6 +104,7 @@ def test_sigterm_stops_cleanly_and_resumes_without_duplicates(tmp_path, mariadb_
     assert len({identity(e) for e in events}) == 300
 
 
+@pytest.mark.exclusive  # stops the MariaDB every other test uses
 def test_the_database_going_away_and_coming_back_loses_and_repeats_nothing(
     tmp_path, mariadb_admin_params, scratch_db
 ):
@@ -274,6 +275,7 @@ def test_a_source_left_open_does_not_keep_its_process_from_exiting(tmp_path, scr
     assert not alive(decoder)
 
 
+@pytest.mark.exclusive  # stops the Kafka broker every other test uses
 def test_kafka_broker_outage_blocks_and_loses_nothing(
     tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap
 ):

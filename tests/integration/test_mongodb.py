@@ -191,6 +191,26 @@ def test_a_where_filter_is_refused_and_nothing_runs(mongodb, db, tmp_path):
     assert not [e for e in payloads(c, f"{c.prefix}.{db.name}.t") if e["op"] == "r"]
 
 
+def test_a_first_start_begins_after_the_last_write_before_it(mongodb, db, tmp_path):
+    """A first start streams from the deployment's operation time, which is the time of its
+    newest operation, and `startAtOperationTime` includes that operation: the last write
+    before the start was emitted as if it came after (found by a probe)."""
+    db["t"].insert_many([{"_id": 1}, {"_id": 2}])
+    db["t"].update_one({"_id": 2}, {"$set": {"v": 1}})  # the newest operation at the start
+    c = connector(mongodb, tmp_path, db.name)
+    proc = start_process(c)
+    try:
+        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
+        db["t"].insert_one({"_id": 3})
+        synced(db, c)
+        assert stop_process(proc) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    events = [(e["op"], json_util.loads(e["after"])["_id"]) for e in payloads(c, f"{c.prefix}.{db.name}.t")]
+    assert events == [("c", 3)]
+
+
 def test_writes_while_a_streamer_that_saw_no_event_is_down_are_captured_after_its_restart(
     mongodb, db, tmp_path
 ):

@@ -101,17 +101,19 @@ class MongoSource:
         self.assembler = EventAssembler(self.name, position, self.signal, self.signal_schema)
 
     def _cluster_time_now(self) -> Any:
-        """Where a first start begins: the deployment's operation time (a replica set says
-        it in every reply), else the newest oplog entry, else the clock."""
+        """Where a first start begins: just after the deployment's operation time (a
+        replica set says it in every reply: the time of its newest operation), else after
+        the newest oplog entry, else the clock. `startAtOperationTime` includes the
+        operation at that very time, which happened before the start: it would be emitted."""
         from bson import Timestamp
 
         reply = self.client.admin.command("ping")
-        if reply.get("operationTime") is not None:
-            return reply["operationTime"]
-        newest = list(self.client.local["oplog.rs"].find({}, {"ts": 1}).sort("ts", -1).limit(1))
-        if newest:
-            ts = newest[0]["ts"]
-            return Timestamp(ts.time, ts.inc + 1)
+        newest = reply.get("operationTime")
+        if newest is None:
+            entries = list(self.client.local["oplog.rs"].find({}, {"ts": 1}).sort("ts", -1).limit(1))
+            newest = entries[0]["ts"] if entries else None
+        if newest is not None:
+            return Timestamp(newest.time, newest.inc + 1)
         return Timestamp(int(time.time()), 0)
 
     # ------------------------------------------------------------------ the stream

@@ -19,6 +19,7 @@ import pytest
 
 from scripts import services
 from tests.support import parity
+from tests.support.snapshots import reached
 from tests.support.streamer import admin, stop_process, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -77,7 +78,7 @@ def test_records_equal_debeziums_connector_and_load_through_kafka_connect(
             head = cur.fetchone()[0]
         recorder.expect(lambda lines: "RECORDED" in lines, 120, "end of the range")
         for pair in pairs:
-            wait_for(lambda p=pair: _committed(p) == head, 60, message=f"{pair.name} to catch up")
+            wait_for(lambda p=pair: reached(_committed(p), head), 60, message=f"{pair.name} to catch up")
             assert stop_process(pair.proc) == 0
         ours = {p.name: parity.tidemark_records(p) for p in pairs}
         files = []

@@ -24,6 +24,7 @@ import pytest
 
 from cdc_core.sinks.local_log import LocalEventLogReader
 from tests.support import parity
+from tests.support.snapshots import reached
 from tests.support.streamer import admin, start_process, stop_process, wait_for, write_connector
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -52,7 +53,7 @@ def test_a_fixed_workload_gives_the_recorded_events_byte_for_byte(tmp_path, mari
             cur.execute("INSERT INTO range_end VALUES (1)")
             cur.execute("SELECT @@gtid_binlog_pos")
             head = cur.fetchone()[0]
-        wait_for(lambda: _committed(connector) == head, 60, message="the streamer to catch up")
+        wait_for(lambda: reached(_committed(connector), head), 60, message="the streamer to catch up")
         assert stop_process(proc) == 0
     finally:
         if proc.poll() is None:

@@ -13,6 +13,7 @@ import pytest
 
 from cdc_core.offsets.store import KafkaOffsetStore
 from tests.support.kafka import read_topic
+from tests.support.snapshots import reached
 from tests.support.streamer import admin, kafka_connector, start_process, stop_process, wait_for
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,7 @@ def test_kafka_offsets_heartbeats_status_and_resume(
             for i in range(20):
                 cur.execute("INSERT INTO t VALUES (%s, 'a')", (i,))
         head = gtid_now()
-        wait_for(lambda: committed_gtids() == head, 60, interval=0.5, message="offsets in Kafka")
+        wait_for(lambda: reached(committed_gtids(), head), 60, interval=0.5, message="offsets in Kafka")
         time.sleep(1)  # a few heartbeat intervals
         assert stop_process(proc) == 0
     finally:
@@ -92,7 +93,7 @@ def test_kafka_offsets_heartbeats_status_and_resume(
     head = gtid_now()
     proc = start_process(c)
     try:
-        wait_for(lambda: committed_gtids() == head, 60, interval=0.5, message="resumed offsets")
+        wait_for(lambda: reached(committed_gtids(), head), 60, interval=0.5, message="resumed offsets")
         assert stop_process(proc) == 0
     finally:
         if proc.poll() is None:

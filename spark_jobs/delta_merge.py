@@ -46,6 +46,7 @@ from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
 from spark_jobs.merge.records import REFERENCE, Shapes, carried, reached_offsets
 from spark_jobs.merge.releases import release_rows, releases_by_table
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
+from spark_jobs.merge.segments import with_windows
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete, split_whole
 from spark_jobs.merge.typed_records import TypedPart
@@ -163,9 +164,14 @@ def merge_parsed(
         keys = merge_keys(changes, released[name][0].key_columns if name in released else None, configured)
         stored = table_schema(spark, path)
         like = rows.schema if rows is not None else stored
+        key_sets = changes.key_sets if changes else ()
         if name in released:
             windows = release_rows(spark, released[name], like)
-            rows = windows if rows is None else rows.unionByName(windows, allowMissingColumns=True)
+            if rows is None or changes is None:
+                rows = windows
+            else:
+                window_keys = released[name][0].key_columns
+                rows, key_sets = with_windows(rows, changes.key_columns, key_sets, windows, window_keys)
         assert rows is not None
         patcher = options.patches if options is not None else None
         if PATCH in rows.columns and patcher is None:
@@ -191,7 +197,18 @@ def merge_parsed(
         fills = added_columns.stored_fills(stored, rows.schema, shapes.of(topic))
         plans.append(
             TablePlan(
-                name, path, rows, keys, table, stored, widen, events_in_batch, metadata, truncated, fills
+                name,
+                path,
+                rows,
+                keys,
+                table,
+                stored,
+                widen,
+                events_in_batch,
+                metadata,
+                truncated,
+                fills,
+                key_sets,
             )
         )
     merge_each(

@@ -7,9 +7,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
+from spark_jobs.merge.key_sets import key_shape
 
-# (topic, schema id) -> (records, unrecognised, a sample key of the records)
-Census = dict[tuple[str, int], tuple[int, int, str | None]]
+# (topic, schema id) -> (records, unrecognised, the records' keys without values: one per
+# key schema, `key_sets.key_shape`)
+Census = dict[tuple[str, int], tuple[int, int, tuple[str, ...]]]
 
 
 def recognised() -> Column:
@@ -21,28 +23,28 @@ def recognised() -> Column:
 
 def census(parsed: DataFrame) -> Census:
     """Per (topic, schema id) of the records that have a payload: how many, how many of
-    them are not a recognised event, and one of their keys (its schema names the key
-    columns: taken from the batch itself, so a primary key changed since an earlier
-    batch is seen). One aggregation; it also fills the cache."""
+    them are not a recognised event, and their keys' shapes (each names key columns: taken
+    from the batch itself, so a primary key changed since an earlier batch, or within
+    this one, is seen). One aggregation; it also fills the cache."""
     rows = (
         parsed.where(F.col("present"))
         .groupBy("topic", "schema_id")
         .agg(
             F.count("*").alias("n"),
             F.count(F.when(~recognised(), 1)).alias("bad"),
-            F.first("key", ignorenulls=True).alias("key"),
+            F.collect_set(key_shape(F.col("key"))).alias("keys"),
         )
         .collect()
     )
-    return {(r.topic, r.schema_id): (r.n, r.bad, r.key) for r in rows}
+    return {(r.topic, r.schema_id): (r.n, r.bad, tuple(sorted(r.keys))) for r in rows}
 
 
 def joined_census(one: Census, other: Census) -> Census:
     """Both counts, summed where a (topic, schema) is in both."""
     joined = dict(one)
-    for at, (n, bad, key) in other.items():
-        m, worse, sample = joined.get(at, (0, 0, None))
-        joined[at] = (m + n, worse + bad, sample if sample is not None else key)
+    for at, (n, bad, keys) in other.items():
+        m, worse, found = joined.get(at, (0, 0, ()))
+        joined[at] = (m + n, worse + bad, tuple(sorted({*found, *keys})))
     return joined
 
 

@@ -21,6 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import added_columns, connect_types
+from spark_jobs.merge.key_sets import KEY_SET, distinct_sets, key_set_index
 from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
 from spark_jobs.sql_names import columns, quoted
 from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
@@ -37,6 +38,9 @@ class TableChanges:
     topic: str
     key_columns: tuple[str, ...]  # empty: no event of the batch had one (`merge_keys`)
     rows: DataFrame
+    # More than one: the table's key changed within the batch, and each row's `KEY_SET`
+    # is the index of its key here (`key_sets`); else empty.
+    key_sets: tuple[tuple[str, ...], ...] = ()
 
 
 def key_columns(key_text: str | None, topic: str) -> tuple[str, ...]:
@@ -88,8 +92,14 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
         documents = document_envelope(variants[0].schema)
         # A truncate has no key: the key comes from the batch's keyed events, and a batch
         # holding only truncates of the table has none (nor rows to MERGE by one).
-        sample = next((v.key for v in variants if v.key is not None), None)
-        keys = ("_id",) if documents else key_columns(sample, topic) if sample is not None else ()
+        sets = (
+            ()
+            if documents
+            else distinct_sets([key_columns(k, topic) for v in variants for k in v.keys or [v.key] if k])
+        )
+        keys = ("_id",) if documents else sets[0] if sets else ()
+        if len(sets) < 2:
+            sets = ()
         older = added_columns.older_shapes(parsed, topic, variants) if len(variants) > 1 else {}
         frames = []
         for shape in variants:
@@ -101,17 +111,17 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
                 )
             _check_reserved(topic, shape)
             these = (F.col("topic") == topic) & (F.col("schema_id") == F.lit(shape.schema_id))
-            frame = _typed(parsed.where(these), shape)
+            frame = _typed(parsed.where(these), shape, sets)
             for name, value in older.get(shape.schema_id, {}).items():  # a column added later
                 frame = frame.withColumn(name, value)
             frames.append(frame)
         rows = frames[0]
         for frame in frames[1:]:
             rows = rows.unionByName(frame, allowMissingColumns=True)
-        missing = [k for k in keys if k not in rows.columns]
+        missing = [k for k in {*keys, *(c for s in sets for c in s)} if k not in rows.columns]
         if missing:
-            raise TidemarkError(f"events on {topic}: key column(s) {missing} are not row columns")
-        out.append(TableChanges(topic, keys, rows))
+            raise TidemarkError(f"events on {topic}: key column(s) {sorted(missing)} are not row columns")
+        out.append(TableChanges(topic, keys, rows, sets))
     return out
 
 
@@ -128,8 +138,9 @@ def _check_reserved(topic: str, shape: Shape) -> None:
         )
 
 
-def _typed(parsed: DataFrame, shape: Shape) -> DataFrame:
-    """The parsed row image (JSON types) in its Delta types, with the bookkeeping."""
+def _typed(parsed: DataFrame, shape: Shape, key_sets: tuple[tuple[str, ...], ...] = ()) -> DataFrame:
+    """The parsed row image (JSON types) in its Delta types, with the bookkeeping (and
+    each row's `KEY_SET` among `key_sets`, when there are several)."""
     assert shape.schema is not None
     fields = row_fields(shape.schema)
     row = parsed.where(F.col("p_op").isin(*CHANGE_OPS))
@@ -148,6 +159,7 @@ def _typed(parsed: DataFrame, shape: Shape) -> DataFrame:
         F.timestamp_millis(F.col("p_ts_ms")).alias("_cdc_source_ts"),
         F.col("p_txn_id").alias("_cdc_txn_id"),
         (F.col("p_op") == "d").alias("_cdc_deleted"),
+        *([key_set_index(F.col("key"), key_sets).alias(KEY_SET)] if key_sets else []),
     )
 
 

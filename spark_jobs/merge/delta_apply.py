@@ -59,6 +59,7 @@ def merge_changes(
     cluster_by: tuple[str, ...] = (),
     broadcast: bool = False,
     derived: dict[str, str] | None = None,
+    tombstones: bool = True,
 ) -> None:
     """MERGE `changes` (at most one row per key) into the Delta table at `path`, creating
     it on first use; columns new to the table are added (schema evolution). The commit
@@ -67,7 +68,9 @@ def merge_changes(
     joined with it where it lies instead of being shuffled by key (both of the MERGE's
     passes; the table's size then costs a scan, not a shuffle). `derived`: columns computed
     from a document column (column -> its document), which keep their stored values
-    where the event's document is missing, as the document does."""
+    where the event's document is missing, as the document does. `tombstones` False: a
+    delete of a key the table lacks inserts nothing (`rekeying`: rows older than the
+    table's key)."""
     from delta.tables import DeltaTable
 
     if not table_exists(spark, path):
@@ -97,7 +100,7 @@ def merge_changes(
         builder = builder.whenMatchedUpdate(condition=newer_condition(), set=assignments)
     else:
         builder = builder.whenMatchedUpdateAll(condition=newer_condition())
-    builder = builder.whenNotMatchedInsertAll()
+    builder = builder.whenNotMatchedInsertAll(condition=None if tombstones else "NOT s._cdc_deleted")
     with commit_settings(spark, commit_metadata):
         builder.execute()
 
@@ -200,6 +203,24 @@ def check_layout(
     missing = [c for c in (*partition_by, *cluster_by) if c not in rows.columns]
     if missing:
         raise TidemarkError(f"{path}: no column(s) {missing} to partition or cluster by")
+
+
+def stored_properties(spark: SparkSession, path: str) -> dict[str, str]:
+    """The table's properties (the merge keeps its own there: `tidemark.*`)."""
+    return {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES delta.{quoted(path)}").collect()}
+
+
+def property_value(name: str, text: str, version: int) -> dict[str, Any]:
+    """A property the merge keeps (versioned JSON), refused when of another version."""
+    data = json.loads(text)
+    if data.get("version") != version:
+        raise TidemarkError(f"{name} {text!r}: version {data.get('version')!r} is not one this merge reads")
+    return dict(data)
+
+
+def set_property(spark: SparkSession, path: str, name: str, value: str) -> None:
+    text = value.replace("\\", "\\\\").replace("'", "\\'")
+    spark.sql(f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES ('{name}' = '{text}')")
 
 
 def enable_type_widening(spark: SparkSession, path: str) -> None:

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.merge import added_columns, promoted, truncation
+from spark_jobs.merge import added_columns, promoted, rekeying, truncation
 from spark_jobs.merge.changes import estimated_bytes, newest_per_key
 from spark_jobs.merge.delta_apply import (
     commit_settings,
@@ -19,9 +19,11 @@ from spark_jobs.merge.delta_apply import (
     live_rows,
     merge_changes,
     needs_name_mapping,
+    stored_properties,
 )
 from spark_jobs.merge.options import TableOptions
 from spark_jobs.merge.scd2 import merge_history, versioned
+from spark_jobs.merge.segments import Segment, first_order, segments
 
 
 @dataclass(frozen=True)
@@ -39,11 +41,14 @@ class TablePlan:
     metadata: dict[str, Any] = field(default_factory=dict)  # the commit's `tidemark` metadata
     truncated: tuple[truncation.Mark, ...] = ()  # the batch's truncates of the table, oldest first
     fills: dict[str, Any] = field(default_factory=dict)  # columns the batch adds, with their defaults
+    # More than one: the table's key changed within the batch; rows carry `key_sets.KEY_SET`
+    key_sets: tuple[tuple[str, ...], ...] = ()
 
 
 def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
-    """MERGE the plan's rows into its table; `phase(name, started, message, *args)` logs
-    the time taken."""
+    """MERGE the plan's rows into its table, by each of its keys in turn when the key
+    changed within the batch (`segments`); `phase(name, started, message, *args)` logs
+    the time taken. Only the batch's last commit carries its metadata."""
     started = time.monotonic()
     table = plan.table
     if plan.stored is not None and table.promoted:
@@ -56,10 +61,51 @@ def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
         added_columns.fill_stored(session, plan.path, plan.fills)
     layout = {"partition_by": table.partition_by, "cluster_by": table.cluster_by}
     commit = {"tidemark": plan.metadata}
-    rows, whole = _truncated(session, plan, commit, layout)
+    properties = stored_properties(session, plan.path) if plan.stored is not None else {}
     if not plan.keys:  # truncates alone: landed by `_truncated`
+        _truncated(session, plan, commit, layout, properties)
         phase("merge", started, "%s truncated", plan.name)
         return
+    parts = segments(plan.rows, plan.key_sets) if plan.key_sets else [Segment(plan.keys, plan.rows)]
+    key = None if table.scd2 else rekeying.stored_key(properties)
+    for n, part in enumerate(parts):
+        if n:
+            properties = stored_properties(session, plan.path)
+            plan = replace(plan, stored=session.read.format("delta").load(plan.path).schema)
+        this = replace(plan, rows=part.rows, keys=part.keys)
+        key = _merged(
+            session, this, key, part.start, commit if n == len(parts) - 1 else None, layout, properties
+        )
+    phase("merge", started, "%s merged", plan.name)
+
+
+def _merged(
+    session: SparkSession,
+    plan: TablePlan,
+    key: rekeying.TableKey | None,
+    start: tuple[int, ...] | None,
+    commit: dict[str, Any] | None,
+    layout: dict[str, Any],
+    properties: dict[str, str],
+) -> rekeying.TableKey | None:
+    """One segment MERGEd by its key (`plan.keys`) into a table MERGEd by `key` so far
+    (None: not known, or an SCD2 table, which keeps every version and needs no key of its
+    own); returns the table's key after it. A segment older than the table's key (`late`:
+    see `rekeying`) inserts no tombstone."""
+    table = plan.table
+    late, kept = False, None
+    if not table.scd2 and key is None:
+        kept = rekeying.TableKey(plan.keys)
+    elif key is not None:
+        if start is None and (key.since is not None or not key.same(plan.keys)):
+            start = first_order(plan.rows)
+        late = _before(start, key.since)
+        if not late and not key.same(plan.keys):
+            rekeying.single_under(session, plan.path, key.columns, plan.keys)
+            kept = rekeying.TableKey(plan.keys, start)
+    if kept is not None and plan.stored is not None:
+        rekeying.keep(session, plan.path, kept)
+    rows, whole = _truncated(session, plan, commit, layout, properties)
     if table.scd2:
         merge_history(session, plan.path, rows, plan.keys, commit, **layout)
     else:
@@ -72,19 +118,34 @@ def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
             **layout,
             broadcast=not whole and estimated_bytes(plan.rows.schema, plan.events) <= table.broadcast_bytes,
             derived={p.field: promoted.DOCUMENT_COLUMN for p in table.promoted},
+            tombstones=not late,
         )
-    phase("merge", started, "%s merged", plan.name)
+    if kept is not None and plan.stored is None:  # created by this MERGE
+        with commit_settings(session, commit):
+            rekeying.keep(session, plan.path, kept)
+    return kept or key
+
+
+def _before(start: tuple[int, ...] | None, since: tuple[int, ...] | None) -> bool:
+    """Whether rows from `start` are older than a key that holds from `since`."""
+    if start is None or since is None or None in start or None in since:
+        return False
+    return start < since
 
 
 def _truncated(
-    session: SparkSession, plan: TablePlan, commit: dict[str, Any], layout: dict[str, Any]
+    session: SparkSession,
+    plan: TablePlan,
+    commit: dict[str, Any] | None,
+    layout: dict[str, Any],
+    properties: dict[str, str],
 ) -> tuple[DataFrame, bool]:
     """The plan's rows with the ends of its table's truncates (`spark_jobs.merge.truncation`),
     the table's mark kept first; and whether they hold the table's live rows (a truncate new
     to the table ends them in the batch's MERGE). A batch of truncates alone, which has no
     key to MERGE by, ends the stored rows in commits of their own, the last carrying the
     batch's metadata."""
-    stored = truncation.stored_mark(session, plan.path) if plan.stored is not None else None
+    stored = truncation.stored_mark(properties)
     new = [m for m in plan.truncated if stored is None or m > stored]
     if new and plan.stored is None:
         empty = plan.rows.limit(0)

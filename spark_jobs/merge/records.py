@@ -84,6 +84,7 @@ class Shape:
     text: str | None
     key: str | None
     column: str  # the parsed row's column (`parse`)
+    keys: tuple[str, ...] = ()  # the batch's keys of this schema without values (`census`)
 
 
 @dataclass(frozen=True)
@@ -105,15 +106,17 @@ class Shapes:
         return {s.schema_id: s.text for s in self.all() if s.text is not None}
 
     def counted(self, counts: Census) -> Shapes:
-        """These shapes with the number of records per topic, each taking its sample key
-        from the batch's records of its schema where it has one."""
+        """These shapes with the number of records per topic, each taking the shapes of its
+        keys (and a sample) from the batch's records of its schema where they have keys."""
         records: dict[str, int] = {}
         for (topic, _), (n, _, _) in counts.items():
             records[topic] = records.get(topic, 0) + n
 
         def sampled(shape: Shape) -> Shape:
-            _, _, key = counts.get((shape.topic, shape.schema_id), (0, 0, None))
-            return shape if key is None else replace(shape, key=key)
+            if (shape.topic, shape.schema_id) not in counts:
+                return shape
+            _, _, keys = counts[(shape.topic, shape.schema_id)]
+            return replace(shape, key=keys[0] if keys else None, keys=keys)
 
         keyed = {topic: [sampled(s) for s in shapes] for topic, shapes in self.by_topic.items()}
         return Shapes(keyed, self.cut_wrong, records)

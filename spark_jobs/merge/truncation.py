@@ -27,8 +27,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from cdc_core.errors import TidemarkError
 from spark_jobs.merge.changes import ORDER_KEY, newest_per_key
+from spark_jobs.merge.delta_apply import property_value, set_property
 from spark_jobs.merge.scd2 import CURRENT, END
 from spark_jobs.sql_names import column, quoted
 
@@ -52,11 +52,7 @@ class Mark:
 
     @classmethod
     def from_json(cls, text: str) -> Mark:
-        data = json.loads(text)
-        if data.get("version") != _VERSION:
-            raise TidemarkError(
-                f"{PROPERTY} {text!r}: version {data.get('version')!r} is not one this merge reads"
-            )
+        data = property_value(PROPERTY, text, _VERSION)
         return cls(tuple(data["order"]), int(data.get("ts_ms") or 0), data.get("txn_id"))  # type: ignore[arg-type]
 
 
@@ -73,16 +69,15 @@ def batch_marks(parsed: DataFrame, topics: set[str]) -> dict[str, list[Mark]]:
     return {r.topic: sorted(Mark((m[0], m[1], m[2]), m[3] or 0, m[4]) for m in r.marks) for r in rows}
 
 
-def stored_mark(spark: SparkSession, path: str) -> Mark | None:
-    """The table's truncation mark, None when it was never truncated."""
-    rows = spark.sql(f"SHOW TBLPROPERTIES delta.{quoted(path)}").collect()
-    value = next((r.value for r in rows if r.key == PROPERTY), None)
+def stored_mark(properties: dict[str, str]) -> Mark | None:
+    """The table's truncation mark (`delta_apply.stored_properties`), None when it was
+    never truncated."""
+    value = properties.get(PROPERTY)
     return Mark.from_json(value) if value is not None else None
 
 
 def keep_mark(spark: SparkSession, path: str, mark: Mark) -> None:
-    text = mark.to_json().replace("\\", "\\\\").replace("'", "\\'")
-    spark.sql(f"ALTER TABLE delta.{quoted(path)} SET TBLPROPERTIES ('{PROPERTY}' = '{text}')")
+    set_property(spark, path, PROPERTY, mark.to_json())
 
 
 def older(mark: Mark) -> Column:

@@ -66,7 +66,7 @@ class _Tally:
 def typed_figures(
     parts: Sequence[tuple[str, int, str | None, FileSpan]],
 ) -> Figures:
-    """`parts`: (topic, schema id, the schema's sample key, the files and offsets). The
+    """`parts`: (topic, schema id, the part's key without values, the files and offsets). The
     census counts records with a value, as `census.census` does; the order keys are taken
     over the events that number their place in a transaction (`total_order`), as
     `transactions.split_whole` takes them."""
@@ -74,9 +74,10 @@ def typed_figures(
     per_topic: dict[str, _Tally] = {}
     for topic, schema_id, key, span in parts:
         tally = _tally(span)
-        n, bad, sample = census.get((topic, schema_id), (0, 0, None))
+        n, bad, keys = census.get((topic, schema_id), (0, 0, ()))
         if tally.records:
-            census[(topic, schema_id)] = (n + tally.records, bad + tally.unknown, sample or key)
+            shapes = tuple(sorted({*keys, key})) if key is not None else keys
+            census[(topic, schema_id)] = (n + tally.records, bad + tally.unknown, shapes)
         per_topic.setdefault(topic, _Tally()).add(tally)
     if not all(t.whole_keys for t in per_topic.values()):
         return Figures(census, None)

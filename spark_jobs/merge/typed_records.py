@@ -60,7 +60,7 @@ def typed_batch(
     for n, part in enumerate(parts):
         if (part.topic, part.value_schema) not in shapes:
             column = "" if part.topic in not_rows else f"row_t{n}"
-            key = with_schema(part.key_schema.encode(), b"{}").decode() if part.key_schema else None
+            key = _key_shape(part)
             schema = json.loads(part.value_schema)
             shapes[(part.topic, part.value_schema)] = Shape(
                 part.topic, ids[part.value_schema], schema, part.value_schema, key, column
@@ -73,11 +73,14 @@ def typed_batch(
     parsed = frames[0]
     for frame in frames[1:]:
         parsed = parsed.unionByName(frame, allowMissingColumns=True)
-    keys = {(s.topic, s.schema_id): s.key for s in found.all()}
-    figures = typed_figures(
-        [(p.topic, ids[p.value_schema], keys.get((p.topic, ids[p.value_schema])), p.span) for p in parts]
-    )
+    figures = typed_figures([(p.topic, ids[p.value_schema], _key_shape(p), p.span) for p in parts])
     return parsed, found, figures
+
+
+def _key_shape(part: TypedPart) -> str | None:
+    """The part's keys without their values (`key_sets.key_shape`): a part has one key
+    schema, and a table whose key changed has a part per key."""
+    return with_schema(part.key_schema.encode(), b"{}").decode() if part.key_schema else None
 
 
 def _grouped(shapes: dict[tuple[str, str], Shape]) -> Shapes:

@@ -244,9 +244,10 @@ def test_each_commit_records_the_source_offsets_it_reached(spark, tmp_path, form
 
 
 def test_a_first_batch_creates_its_table_in_one_commit_and_a_lost_race_merges(spark, tmp_path, monkeypatch):
-    """A new table is written holding its first batch (one commit, its positions on it);
-    a merge that finds the table created by another after it looked MERGEs instead,
-    order-key guard included."""
+    """A new table is written holding its first batch (one pass over the batch, its
+    positions on the commit), then its key is recorded (`rekeying`: a commit of its own,
+    positions on it too, as it is the batch's last); a merge that finds the table created
+    by another after it looked MERGEs instead, order-key guard included."""
     import json
 
     from delta.tables import DeltaTable
@@ -259,8 +260,9 @@ def test_a_first_batch_creates_its_table_in_one_commit_and_a_lost_race_merges(sp
         [event("c", (0, 1, 1), after=row(1, "ann")), event("c", (0, 2, 1), after=row(2, "b"))],
     )
     history = DeltaTable.forPath(spark, f"{tmp_path}/shop.accounts").history().collect()
-    assert [(h.version, h.operation) for h in history] == [(0, "WRITE")]
-    assert json.loads(history[0].userMetadata) == {"tidemark": {"topic": TOPIC, "reached": 2}}
+    assert [(h.version, h.operation) for h in history] == [(1, "SET TBLPROPERTIES"), (0, "WRITE")]
+    for commit in history:
+        assert json.loads(commit.userMetadata) == {"tidemark": {"topic": TOPIC, "reached": 2}}
 
     looked = []
     real = delta_apply.table_exists

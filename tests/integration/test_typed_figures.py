@@ -50,11 +50,11 @@ def _records() -> list[dict]:
 
 
 def _counted(census) -> dict:
-    """A census's counts, and the key columns its sample key names (a typed file's sample
-    is its key schema alone, with no payload)."""
+    """A census's counts, and the key columns each of its keys names (without values: a
+    typed file's is its key schema alone, with no payload)."""
     from spark_jobs.merge.changes import key_columns
 
-    return {at: (n, bad, key and key_columns(key, at[0])) for at, (n, bad, key) in census.items()}
+    return {at: (n, bad, {key_columns(k, at[0]) for k in keys}) for at, (n, bad, keys) in census.items()}
 
 
 def _spark_figures(parsed, prefix: str):

@@ -50,9 +50,11 @@ def event(
     after: dict[str, Any] | None = None,
     fields: list[dict[str, Any]] | None = None,
     standalone: bool = False,
+    key: tuple[str, ...] | None = None,
 ) -> dict[str, Any]:
     """One record (`topic, key, value` as text) at order key (epoch, rank, total_order);
-    `standalone`: a change in no transaction (its block's id null, no BEGIN/END)."""
+    `standalone`: a change in no transaction (its block's id null, no BEGIN/END); `key`:
+    the key's fields (default: the first field)."""
     fields = fields or FIELDS
     image = after if after is not None else before
     assert image is not None
@@ -74,8 +76,12 @@ def event(
             "ts_ms": 1_700_000_000_000 + rank,
         },
     }
-    key = {"schema": key_schema(TOPIC, [fields[0]]), "payload": {"id": image["id"]}}
-    return {"topic": TOPIC, "key": dumps(key), "value": dumps(value)}
+    named = [f for f in fields if f["field"] in key] if key else [fields[0]]
+    record_key = {
+        "schema": key_schema(TOPIC, named),
+        "payload": {f["field"]: image[f["field"]] for f in named},
+    }
+    return {"topic": TOPIC, "key": dumps(record_key), "value": dumps(value)}
 
 
 def tombstone(id_: int) -> dict[str, Any]:

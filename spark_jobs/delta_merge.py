@@ -165,13 +165,9 @@ def merge_parsed(
         stored = table_schema(spark, path)
         like = rows.schema if rows is not None else stored
         key_sets = changes.key_sets if changes else ()
-        if name in released:
+        if name in released:  # the snapshot rows, under the key they were read by
             windows = release_rows(spark, released[name], like)
-            if rows is None or changes is None:
-                rows = windows
-            else:
-                window_keys = released[name][0].key_columns
-                rows, key_sets = with_windows(rows, changes.key_columns, key_sets, windows, window_keys)
+            rows, key_sets = with_windows(changes, windows, released[name][0].key_columns)
         assert rows is not None
         patcher = options.patches if options is not None else None
         if PATCH in rows.columns and patcher is None:
@@ -195,22 +191,10 @@ def merge_parsed(
         events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
         truncated = tuple(marks.get(topic, ()))  # oldest first
         fills = added_columns.stored_fills(stored, rows.schema, shapes.of(topic))
-        plans.append(
-            TablePlan(
-                name,
-                path,
-                rows,
-                keys,
-                table,
-                stored,
-                widen,
-                events_in_batch,
-                metadata,
-                truncated,
-                fills,
-                key_sets,
-            )
+        plan = TablePlan(
+            name, path, rows, keys, table, stored, widen, events_in_batch, metadata, truncated, fills
         )
+        plans.append(replace(plan, key_sets=key_sets))
     merge_each(
         spark,
         plans,

@@ -10,7 +10,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_jobs.merge.changes import ORDER_KEY
+from spark_jobs.merge.changes import ORDER_KEY, TableChanges
 from spark_jobs.merge.key_sets import KEY_SET, index_of
 from spark_jobs.sql_names import columns
 
@@ -73,14 +73,13 @@ def first_order(rows: DataFrame) -> OrderKey | None:
 
 
 def with_windows(
-    rows: DataFrame,
-    keys: tuple[str, ...],
-    sets: tuple[tuple[str, ...], ...],
-    windows: DataFrame,
-    window_keys: tuple[str, ...],
+    changes: TableChanges | None, windows: DataFrame, window_keys: tuple[str, ...]
 ) -> tuple[DataFrame, tuple[tuple[str, ...], ...]]:
-    """A table's change rows (under `keys`, or `sets` when several) and its released
-    snapshot rows (under `window_keys`) together, with the key sets when they differ."""
+    """A table's change rows (if any) and its released snapshot rows (read under
+    `window_keys`) together, and the key sets when they are more than one."""
+    if changes is None:
+        return windows, ()
+    rows, keys, sets = changes.rows, changes.key_columns, changes.key_sets
     if not sets and (not keys or set(keys) == set(window_keys)):
         return rows.unionByName(windows, allowMissingColumns=True), ()
     if not sets:

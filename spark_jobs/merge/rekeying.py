@@ -72,10 +72,10 @@ def single_under(spark: SparkSession, path: str, old: tuple[str, ...], new: tupl
     from delta.tables import DeltaTable
 
     stored = spark.read.format("delta").load(path)
-    # A key column the table lacks is null in every stored row: it tells none apart.
-    present = [c for c in new if c in stored.columns]
+    if any(c not in stored.columns for c in new):
+        return 0  # a key column the rows lack is null in each: no MERGE by it matches them
     identity = [c for c in dict.fromkeys((*old, *ORDER_KEY)) if c in stored.columns]
-    ranked = Window.partitionBy(*columns(present)).orderBy(
+    ranked = Window.partitionBy(*columns(new)).orderBy(
         F.col("_cdc_deleted").asc(), *[F.col(c).desc() for c in ORDER_KEY]
     )
     doomed = (

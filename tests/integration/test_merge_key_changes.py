@@ -123,6 +123,18 @@ def test_a_key_changed_and_changed_back_within_a_batch_lands_each_part_in_order(
     assert live(spark, root) == [(1, "a", 7), (4, "b", 0)]
 
 
+def test_a_new_key_on_a_column_the_stored_rows_lack_removes_none_of_them(spark, tmp_path):
+    """The stored rows hold null in a key column added since: no MERGE by it can match
+    them, and none is taken for another's duplicate."""
+    from spark_jobs.merge.rekeying import single_under
+
+    root = tmp_path / "delta"
+    merge(spark, root, "json", [event("c", (0, n, 1), after=row(n, "a"), key=ID) for n in (1, 2, 3)])
+    assert single_under(spark, f"{root}/shop.accounts", ID, ("code",)) == 0
+    assert single_under(spark, f"{root}/shop.accounts", ID, ("name", "code")) == 0
+    assert [r[0] for r in live(spark, root)] == [1, 2, 3]
+
+
 def test_a_table_key_is_read_back_from_its_first_version_and_an_unknown_one_refused():
     """The key property as first written (version 1), frozen here."""
     from cdc_core.errors import TidemarkError

@@ -115,6 +115,12 @@ def test_a_range_takes_the_whole_brackets_on_its_far_side():
     assert chunk_filter(None, None, None) == {}
 
 
+def test_a_window_within_one_bracket_is_one_range_and_one_across_brackets_takes_both_sides():
+    assert chunk_filter(2.5, Int64(10), None) == {"_id": {"$gt": 2.5, "$lte": Int64(10)}}
+    assert chunk_filter(7, "a", None) == {"$and": [after(7), up_to("a")]}
+    assert chunk_filter(None, 7, None) == up_to(7) and chunk_filter(7, None, None) == after(7)
+
+
 def test_conditions_render_as_literals_of_the_named_fields():
     condition = parse_condition(
         "status = 'paid' AND (total BETWEEN 10 AND 20 OR note LIKE 'a%' OR gone IS NULL) AND n NOT IN (1, 2)",

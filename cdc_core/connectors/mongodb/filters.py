@@ -108,10 +108,17 @@ def chunk_filter(
     """The filter of window `(lo, hi]` (None: unbounded) and the signal's condition;
     `unknown`: type aliases the server does not know (see the module's doc)."""
     parts = []
-    if lo is not None:
-        parts.append(after(lo, unknown))
-    if hi is not None:
-        parts.append(up_to(hi, unknown))
+    if lo is not None and hi is not None and bracket_of(lo) == bracket_of(hi):
+        # Every `_id` between two bounds of one bracket is of that bracket: one range, which
+        # a server can answer from the `_id` index alone (mongo-java-server scans the whole
+        # collection for an `$or` with `$type`: 1.6 s against 0.45 s a 65,536-document
+        # window of a 1,000,000-document collection).
+        parts.append({"_id": {"$gt": lo, "$lte": hi}})
+    else:
+        if lo is not None:
+            parts.append(after(lo, unknown))
+        if hi is not None:
+            parts.append(up_to(hi, unknown))
     if condition is not None:
         parts.append(render(condition))
     if not parts:

@@ -95,6 +95,10 @@ class SchemaChange:
     position: dict[str, Any]
     history_seq: int
     ts_ms: int
+    # (epoch, rank): where the change falls among the source's transactions (`OrderKey`),
+    # when the source orders it; it goes with the record (`ORDER_HEADER`) so the Delta
+    # merge ends a dropped table's rows there.
+    order: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)

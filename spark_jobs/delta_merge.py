@@ -38,11 +38,12 @@ from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
 from spark_jobs.merge.changes import PATCH, merge_keys, table_changes
 from spark_jobs.merge.cutting import value_text
 from spark_jobs.merge.delta_apply import table_exists
+from spark_jobs.merge.dropped_tables import Drops, kafka_drops, local_drops, with_drops
 from spark_jobs.merge.kafka_source import kafka_records
 from spark_jobs.merge.known_schemas import KnownSchemas
-from spark_jobs.merge.landing import TablePlan, land
+from spark_jobs.merge.landing import TablePlan, ending_plan, land
 from spark_jobs.merge.lease import merge_lease
-from spark_jobs.merge.options import MergeOptions, default_broadcast_mb
+from spark_jobs.merge.options import MergeOptions, session_broadcast_mb
 from spark_jobs.merge.records import REFERENCE, Shapes, carried, reached_offsets
 from spark_jobs.merge.releases import release_rows, releases_by_table
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
@@ -63,6 +64,7 @@ def apply_batch(
     positions: dict[str, Any] | None = None,
     options: MergeOptions | None = None,
     typed: Sequence[TypedPart] = (),
+    drops: Drops | None = None,
 ) -> int:
     """Merge one batch of records (`topic, key, value` as text, and `typed` parts of the
     Parquet log) without transaction alignment. Returns the number of tables touched."""
@@ -72,7 +74,7 @@ def apply_batch(
         shapes,
     ):
         topics = set(shapes.by_topic)
-        return merge_parsed(spark, parsed, topics, shapes, root, prefix, reached, positions, options)
+        return merge_parsed(spark, parsed, topics, shapes, root, prefix, reached, positions, options, drops)
 
 
 def apply_aligned(
@@ -87,13 +89,15 @@ def apply_aligned(
     known: KnownSchemas | None = None,
     typed: Sequence[TypedPart] = (),
     whole: bool = False,
+    drops: Drops | None = None,
 ) -> int:
     """`merge_parsed` on the records of complete source transactions (this batch's and
     those held back before); the rest is held for the next batch. `reached` None: the
     offsets reached are those of the records' `partition` and `offset` columns, taken
     from the parsed batch (a Kafka batch is then read once). `whole`: the batch is known
     to hold whole transactions only, and nothing was held back before it
-    (`spark_jobs.merge.log_range`): there is nothing to count."""
+    (`spark_jobs.merge.log_range`): there is nothing to count. `drops`: the source's
+    dropped tables (`spark_jobs.merge.dropped_tables`)."""
     combined = records.select("topic", "key", "value", *carried(records)).unionByName(
         pending.read(batch_id), allowMissingColumns=True
     )
@@ -116,7 +120,7 @@ def apply_aligned(
                 present = split.now.where(F.col("topic").isin(unsure) & F.col("present"))
                 topics |= {r.topic for r in present.select("topic").distinct().collect()}
             touched = merge_parsed(
-                spark, split.now, topics, shapes, root, prefix, reached, positions, options
+                spark, split.now, topics, shapes, root, prefix, reached, positions, options, drops
             )
             started = time.monotonic()
             held = split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
@@ -148,21 +152,28 @@ def merge_parsed(
     reached: dict[str, Any],
     positions: dict[str, Any] | None = None,
     options: MergeOptions | None = None,
+    drops: Drops | None = None,
 ) -> int:
     """Per table among `topics`: its change events and the staged rows of its released
-    snapshot windows, newest per key, one MERGE. Returns the number of tables touched."""
+    snapshot windows, newest per key, one MERGE; and the rows of a dropped table (`drops`)
+    ended. Returns the number of tables touched."""
     released = releases_by_table(parsed, prefix)
     tables = topics - boundary_topics(prefix)
     events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
-    marks = truncation.batch_marks(parsed, tables)
+    marks = with_drops(truncation.batch_marks(parsed, tables), drops or {}, prefix)
     plans: list[TablePlan] = []
-    for name in sorted(set(events) | set(released)):
+    for name in sorted(set(events) | set(released) | set(drops or ())):
         path = f"{root.rstrip('/')}/{name}"
         changes = events.get(name)
         rows = changes.rows if changes else None
+        stored = table_schema(spark, path)
+        table = (options or MergeOptions()).for_table(name, session_broadcast_mb(spark))
+        topic = f"{prefix}.{name}"
+        if changes is None and name not in released:  # dropped, no event since: its rows end
+            plans += [ending_plan(spark, name, path, table, stored, topic, marks[topic])] if stored else []
+            continue
         configured = configured_key(options.key_columns if options else None, name)
         keys = merge_keys(changes, released[name][0].key_columns if name in released else None, configured)
-        stored = table_schema(spark, path)
         like = rows.schema if rows is not None else stored
         key_sets = changes.key_sets if changes else ()
         if name in released:  # the snapshot rows, under the key they were read by
@@ -175,14 +186,12 @@ def merge_parsed(
         elif PATCH in rows.columns:
             current = spark.read.format("delta").load(path) if stored is not None else None
             rows = patches.rebuilt(spark, rows, keys, promoted.DOCUMENT_COLUMN, current, patcher)
-        table = (options or MergeOptions()).for_table(name, session_broadcast_mb(spark))
         if table.promoted:
             if promoted.DOCUMENT_COLUMN not in rows.columns:
                 raise TidemarkError(f"{promoted.PROPERTY} names {name}, whose events carry no document")
             rows = promoted.with_columns(rows, table.promoted)
         # Every table is checked before any is merged: a refused change applies nothing.
         widen = stored is not None and evolution.check(name, stored, rows.schema)
-        topic = f"{prefix}.{name}"
         metadata: dict[str, Any] = {"topic": topic, "reached": reached.get(topic)}
         if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
             metadata["upto"] = positions["upto"]
@@ -216,11 +225,6 @@ def configured(options: MergeOptions | None, config: ConnectorConfig) -> MergeOp
     )
 
 
-def session_broadcast_mb(spark: SparkSession) -> int:
-    master = spark.sparkContext.master
-    return default_broadcast_mb(lambda k, d: spark.conf.get(k, d) or d, master.startswith("local"))
-
-
 def table_schema(spark: SparkSession, path: str) -> Any:
     return spark.read.format("delta").load(path).schema if table_exists(spark, path) else None
 
@@ -246,7 +250,8 @@ def run_kafka(
         spark.readStream,
         servers,
         min_partitions,
-        subscribePattern=data_topics(prefix),
+        # The schema-change topic too: a drop with nothing after it still starts a batch.
+        subscribePattern=f"{data_topics(prefix)}|{re.escape(prefix)}",
         startingOffsets="earliest",
     )
 
@@ -257,7 +262,10 @@ def run_kafka(
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         if references_enabled(config):
             known.refer(kafka_catalogue(spark, servers, prefix))
-        touched = apply_aligned(spark, batch, root, prefix, None, pending, batch_id, options, known)
+        rows, drops = batch.where(F.col("topic") != prefix), kafka_drops(spark, servers, prefix)
+        touched = apply_aligned(
+            spark, rows, root, prefix, None, pending, batch_id, options, known, drops=drops
+        )
         known.save(spark, checkpoint)
         log.info("batch %d: %d table(s)", batch_id, touched)
 
@@ -296,6 +304,7 @@ def run_local(
     )
     state = MergeState.load(checkpoint)
     done, batch_id = state.offsets, state.batch + 1
+    drops, ddl = local_drops(log_root, prefix)  # ddl: {prefix: its last offset}, if any
     pending = PendingStore(spark, str(Path(checkpoint) / "held-back"))
     span = plan_range(log_root, topics, done, state.cut, pending.holds(batch_id))
     # Listed before the files are read: a file written in between is then read but not
@@ -312,18 +321,18 @@ def run_local(
                 offsets = offsets.unionByName(part.frame.select(F.lit(part.topic).alias("topic"), "offset"))
             grouped = offsets.groupBy("topic").agg(F.max("offset").alias("offset"))
             reached = {r.topic: r.offset for r in grouped.collect()}
-        if not reached:
+        if not reached and ddl.items() <= done.items():  # nothing new, not even a schema change
             return 0
         known = KnownSchemas.load(spark, checkpoint)
         if references_enabled(config):
             known.refer(local_catalogue(log_root, prefix))
         touched = apply_aligned(
-            spark, batch, root, prefix, reached, pending, batch_id, options, known, typed, span.whole
+            spark, batch, root, prefix, reached, pending, batch_id, options, known, typed, span.whole, drops
         )
         known.save(spark, checkpoint)
     finally:
         batch.unpersist()
-    MergeState(batch_id, {**done, **reached}, span.at).save(checkpoint)
+    MergeState(batch_id, {**done, **reached, **ddl}, span.at).save(checkpoint)
     return touched
 
 

@@ -26,6 +26,9 @@ OLDKEY_HEADER = "__debezium.oldkey"
 # A schemaless value's Connect schema, by reference: its digest, the key of the record on
 # `<prefix>.schemas` that holds it (`tidemark.schema.references`).
 SCHEMA_HEADER = "__tidemark.schema"
+# A schema change's place among the transactions, `epoch,rank` (`SchemaChange.order`): a
+# header, so the record's value stays Debezium's.
+ORDER_HEADER = "__tidemark.order"
 CONTEXT_HEADERS = (
     "__debezium.context.connectorLogicalName",
     "__debezium.context.taskId",

@@ -26,6 +26,7 @@ from cdc_core.events.envelope import (
     OP_READ,
     OP_TRUNCATE,
     OP_UPDATE,
+    ORDER_HEADER,
     ChangeEvent,
     Record,
 )
@@ -382,5 +383,6 @@ class Dispatcher:
         if self.schema_changes and (captured or database_level):
             payload = schema_change_payload(item, captured)
             key = {"databaseName": item.database or ""}
-            records.append(self.records.without_schema(self.prefix, key, payload))
+            order = () if item.order is None else ((ORDER_HEADER, b"%d,%d" % item.order),)
+            records.append(self.records.without_schema(self.prefix, key, payload, order))
         self._emit(records, offset, out)

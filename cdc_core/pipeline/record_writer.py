@@ -119,6 +119,8 @@ class RecordWriter:
         record = Record(self.transaction_topic, key, value, headers, *schemas, boundary=payload["status"])
         return [record] if announced is None else [announced, record]
 
-    def without_schema(self, topic: str, key: dict[str, Any], payload: Any) -> Record:
+    def without_schema(self, topic: str, key: dict[str, Any], payload: Any, headers: Headers = ()) -> Record:
         """A record with no Connect schema: a snapshot release, a schema change."""
-        return Record(topic, self.key_serializer.wrap(None, key), self.value_serializer.wrap(None, payload))
+        return Record(
+            topic, self.key_serializer.wrap(None, key), self.value_serializer.wrap(None, payload), headers
+        )

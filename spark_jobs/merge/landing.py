@@ -45,6 +45,21 @@ class TablePlan:
     key_sets: tuple[tuple[str, ...], ...] = ()
 
 
+def ending_plan(
+    session: SparkSession,
+    name: str,
+    path: str,
+    table: TableOptions,
+    stored: Any,
+    topic: str,
+    marks: list[truncation.Mark],
+) -> TablePlan:
+    """A stored table with no event in the batch, whose rows `marks` end (a drop's:
+    `spark_jobs.merge.dropped_tables`), as a batch of truncates alone lands them."""
+    empty = session.read.format("delta").load(path).limit(0)
+    return TablePlan(name, path, empty, (), table, stored, False, 0, {"topic": topic}, tuple(marks))
+
+
 def land(session: SparkSession, plan: TablePlan, phase: Any) -> None:
     """MERGE the plan's rows into its table, by each of its keys in turn when the key
     changed within the batch (`segments`); `phase(name, started, message, *args)` logs

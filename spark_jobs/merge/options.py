@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cdc_core.connector import DocumentPatches
 from cdc_core.errors import TidemarkError
@@ -112,3 +113,9 @@ def _per_table(specs: Sequence[str], flag: str) -> dict[str, tuple[str, ...]]:
             raise TidemarkError(f"{flag} {spec!r}: expected db.table=column[,column...]")
         out[name.strip()] = cols
     return out
+
+
+def session_broadcast_mb(spark: Any) -> int:
+    """`default_broadcast_mb` for a running session."""
+    master = spark.sparkContext.master
+    return default_broadcast_mb(lambda k, d: spark.conf.get(k, d) or d, master.startswith("local"))

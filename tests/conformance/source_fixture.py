@@ -58,6 +58,10 @@ class SourceFixture(Protocol):
     # MongoDB single-document write: no BEGIN/END, its block's id null) rather than in
     # one of its own (a relational autocommit statement).
     standalone_changes: bool
+    # Whether a drop's schema change carries its place among the transactions, so the
+    # Delta merge ends the dropped table's rows (Vitess's DDL comes once per shard, each
+    # in its shard's own order: it does not).
+    drops_ordered: bool
 
     def row(self, image: Any) -> dict[str, Any] | None:
         """An event's `before`/`after` (or a Delta row) as the suite's row: column → value."""
@@ -83,6 +87,8 @@ class SourceFixture(Protocol):
 
     def add_column(self, ns: str, table: str, name: str, kind: str) -> None: ...
 
+    def drop_table(self, ns: str, table: str) -> None: ...
+
     def rows(self, ns: str, table: str) -> list[dict[str, Any]]:
         """Every row now, as its events' `after` values, in key order."""
         ...
@@ -107,6 +113,7 @@ class TableRows:
     key_change_headers = True
     schema_changes = True
     standalone_changes = False
+    drops_ordered = True
 
     def row(self, image: Any) -> dict[str, Any] | None:
         return image

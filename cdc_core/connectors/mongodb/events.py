@@ -111,7 +111,7 @@ class EventAssembler:
         if kind in _DROPS:
             items = self.close()
             self.position = after_position
-            return [*items, self._dropped(event, kind, table, sec)]
+            return [*items, self._dropped(table, sec, (epoch, rank))]
         if kind not in _OPS:
             items = self.close()  # invalidate and anything new: the position moves on
             self.position = after_position
@@ -207,7 +207,7 @@ class EventAssembler:
             }
         return RowChange(schema, op, before, after, source, ts_ms, extra=extra)
 
-    def _dropped(self, event: dict[str, Any], kind: str, table: TableId | None, sec: int) -> SchemaChange:
+    def _dropped(self, table: TableId | None, sec: int, order: tuple[int, int]) -> SchemaChange:
         affected = (table,) if table is not None else ()
         self.schema_seq += 1
         return SchemaChange(
@@ -220,6 +220,7 @@ class EventAssembler:
             dict(self.position),
             self.schema_seq,
             sec * 1000 or int(time.time() * 1000),
+            order,
         )
 
 

@@ -237,6 +237,7 @@ class BinlogEvents:
                 position,
                 seq,
                 ts_ms,
+                self._order(end_pos),
             )
         )
 
@@ -246,12 +247,16 @@ class BinlogEvents:
         """TRUNCATE is DDL in the log; Debezium emits it as an `op=t` event in its own transaction."""
         restart = self._restart
         txn_id = gtid or f"file={self.file},pos={end_pos}"
-        rank = self.gtids.rank() if self.gtids is not None else end_pos
-        epoch = self.epoch if self.gtids is not None else binlog_file_index(self.file)
-        batch.append(TransactionBegin(txn_id, epoch, rank, ts_ms, restart))
+        batch.append(TransactionBegin(txn_id, *self._order(end_pos), ts_ms, restart))
         source = self.source_block_at(schema.id.database, schema.id.table, ts_ms, gtid, end_pos, 0)
         batch.append(RowChange(schema, OP_TRUNCATE, None, None, source, ts_ms))
         batch.append(TransactionCommit(self._position(end_pos), ts_ms))
+
+    def _order(self, end_pos: int) -> tuple[int, int]:
+        """(epoch, rank) of a statement outside any transaction (DDL), its GTID applied."""
+        if self.gtids is not None:
+            return self.epoch, self.gtids.rank()
+        return binlog_file_index(self.file), end_pos
 
     def _apply_txn_gtids_for_standalone(self, gtid: str | None) -> None:
         if gtid is not None and self.gtids is not None and not self._in_txn:

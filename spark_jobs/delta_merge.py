@@ -251,7 +251,8 @@ def run_kafka(
         servers,
         min_partitions,
         # The schema-change topic too: a drop with nothing after it still starts a batch.
-        subscribePattern=f"{data_topics(prefix)}|{re.escape(prefix)}",
+        # Anchored: the pattern is searched for in each topic name, not matched whole.
+        subscribePattern=f"^(?:{data_topics(prefix)}|{re.escape(prefix)})$",
         startingOffsets="earliest",
     )
 

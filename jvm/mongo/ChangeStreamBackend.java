@@ -4,6 +4,7 @@ import de.bwaldvogel.mongo.backend.Cursor;
 import de.bwaldvogel.mongo.backend.Utils;
 import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
+import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.BsonTimestamp;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.ObjectId;
@@ -63,6 +64,11 @@ public class ChangeStreamBackend extends MemoryBackend {
         this.hostPort = hostPort;
         this.changeStreams = new ChangeStreamOplog(this, getCursorRegistry());
         enableOplog();
+    }
+
+    @Override
+    public MemoryDatabase openOrCreateDatabase(String databaseName) {
+        return new RangeIndexedDatabase(databaseName, getCursorRegistry());
     }
 
     @Override

@@ -99,7 +99,8 @@ def normalised_lines(eventlog: Path, database: str) -> list[str]:
             raw.append("\t".join(parts))
     text = "\n".join(raw).replace(database, "<db>")
     text = _numbered(text, r'"(\d+-\d+-\d+)"', "G")  # GTIDs, as transaction ids and in source blocks
-    text = _numbered(text, r'"transaction_rank":(\d+)', "R")
+    # Ranks, in transaction blocks and in a schema change's order header, numbered as one.
+    text = _numbered(text, r'(?:"transaction_rank":|"__tidemark.order": "\d+,)(\d+)', "R")
     text = re.sub(r'"(ts_ms|ts_us|ts_ns|pos|thread)":\d+', r'"\1":0', text)
     text = re.sub(r'"(file|version)":"[^"]*"', r'"\1":"<\1>"', text)
     return [line for line in text.split("\n") if "range_end" not in line]

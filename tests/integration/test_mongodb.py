@@ -125,6 +125,27 @@ def test_mixed_id_types_are_chunked_in_bson_order_each_document_once(mongodb, db
     assert finished(c, "snap-mixed")["tables"][0]["windows_done"] >= len(ids) // 3
 
 
+def test_id_ranges_are_answered_as_the_matcher_answers_them(db):
+    """The `_id` index answers ranges (jvm/mongo/IdRangeIndex.java on the test server; a
+    real server's B-tree): the same documents, in the same order, as the query the server
+    can only answer by matching every document."""
+    ids = [None, -5, 2.5, 7, Int64(10), "a", "b", "zz", {"k": 1}, ObjectId(), True, dt.datetime(2020, 1, 1)]
+    db["ranged"].insert_many([{"_id": v, "n": i} for i, v in enumerate(ids)])
+    db["ranged"].delete_one({"_id": "b"})
+    db["ranged"].insert_one({"_id": "c", "n": 99})
+    ranges = [
+        {"$gt": -5, "$lte": Int64(10)}, {"$gte": 2.5, "$lt": 7}, {"$gt": "a"}, {"$lte": "c"}, {"$gt": 7},
+        {"$lt": 0}, {"$gt": "a", "$lte": "zz"}, {"$gt": 100}, {"$gte": {"k": 0}},
+    ]  # fmt: skip
+    for bounds in ranges:
+        indexed = list(db["ranged"].find({"_id": bounds}).sort("_id", 1))
+        matched = list(
+            db["ranged"].find({"$and": [{"_id": bounds}, {"n": {"$exists": True}}]}).sort("_id", 1)
+        )
+        assert indexed == matched, bounds
+    assert [d["_id"] for d in db["ranged"].find({"_id": {"$gt": "a"}})] == ["c", "zz"]
+
+
 @pytest.mark.parametrize("release", ["stream", "lakehouse"])
 def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(mongodb, db, tmp_path, spark, release):
     from spark_jobs.delta_merge import run_local

@@ -43,13 +43,13 @@ def test_a_schema_change_record_that_is_not_one_is_refused():
         drops_of([(_ddl(("DROP", '"a"."b"')), b"0")])
 
 
-@pytest.mark.parametrize("batches", ["one batch", "a batch per step"])
+@pytest.mark.parametrize(("batches", "log_format"), [("one batch", "parquet"), ("a batch per step", "json")])
 def test_tables_dropped_and_created_again_at_the_source_land_equal(
-    tmp_path, mariadb_admin_params, scratch_db, spark, batches
+    tmp_path, mariadb_admin_params, scratch_db, spark, batches, log_format
 ):
     """MariaDB: a table dropped and created again with another column, its old ids
-    reused; a table dropped for good (last, with nothing after it); merged in one batch or
-    one per step, then all of it again from the start (a lost checkpoint): Delta equals
+    reused; a table dropped for good (last, with nothing after it); merged in one batch
+    (the embedded log in Parquet) or one per step (in JSON lines), then all of it again from the start (a lost checkpoint): Delta equals
     the source every time, and the dropped table holds no live row."""
     from spark_jobs.delta_merge import run_local
     from spark_jobs.merge.delta_apply import live_rows
@@ -68,7 +68,9 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
     with db.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
         cur.execute("CREATE TABLE gone (id INT PRIMARY KEY, v VARCHAR(10))")
-    connector = write_connector(tmp_path, scratch_db, {"database.server.id": 6404})
+    connector = write_connector(
+        tmp_path, scratch_db, {"database.server.id": 6404, "sink.local.format": log_format}
+    )
     root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
     steps = [
         [

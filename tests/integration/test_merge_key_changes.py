@@ -207,3 +207,51 @@ def test_primary_key_changes_at_the_source_land_equal(
     assert_delta_equals_source(spark, root, mariadb_admin_params, scratch_db, ["t", "k"])
     run_local(spark, connector.config(), root, str(tmp_path / "lost-checkpoint"))
     assert_delta_equals_source(spark, root, mariadb_admin_params, scratch_db, ["t", "k"])
+
+
+def test_released_snapshot_rows_land_by_their_key_beside_events_under_a_new_one(
+    tmp_path, mariadb_admin_params, scratch_db, spark
+):
+    """MariaDB: a lakehouse release of the Spark chunk job read under key (id, a), where
+    two rows share each `a`; then one of each pair deleted, the key narrowed to (a) and
+    rows written under it, all merged in one batch: the staged rows land by the key they
+    were read by (by `a` alone, each pair would be one row), the events by theirs."""
+    from spark_jobs.delta_merge import run_local
+    from spark_jobs.incremental_snapshot import main as chunk_job
+    from tests.support.lakehouse import assert_delta_equals_source
+    from tests.support.snapshots import SIGNALS, ids, send_signal, wait_finished
+    from tests.support.streamer import admin, payloads, running_in_process, topic, wait_for, write_connector
+
+    db = admin(mariadb_admin_params, scratch_db)
+    with db.cursor() as cur:
+        cur.execute("CREATE TABLE k (id INT NOT NULL, a INT NOT NULL, v VARCHAR(10), PRIMARY KEY (id, a))")
+        cur.executemany("INSERT INTO k VALUES (%s, %s, 'x')", [(i, i % 100) for i in range(1, 201)])
+    c = write_connector(tmp_path, scratch_db, {"database.server.id": 6406, "signal.data.collection": SIGNALS})
+    signal_id = ids["lake-rekey"]
+    with running_in_process(c):
+        wait_for(lambda: (c.state / "status.json").exists(), 30)
+        data = {
+            "data-collections": [f"{scratch_db}.k"],
+            "tidemark.reader": "spark",
+            "tidemark.release": "lakehouse",
+            "tidemark.chunk-size": 50,
+        }
+        send_signal(db, signal_id, "execute-snapshot", data)
+        job = ["--config", str(c.path), "--signal", signal_id, "--staging", str(tmp_path / "staging")]
+        assert chunk_job([*job, "--parallelism", "2"]) == 0
+        wait_finished(c, signal_id, 120, "the lakehouse snapshot")
+        with db.cursor() as cur:
+            cur.execute("DELETE FROM k WHERE id > 100")
+            cur.execute("ALTER TABLE k DROP PRIMARY KEY, ADD PRIMARY KEY (a)")
+            cur.execute("INSERT INTO k VALUES (300, 3000, 'new')")
+            cur.execute("UPDATE k SET v = 'y' WHERE a % 7 = 0")
+            cur.execute("DELETE FROM k WHERE a = 2")
+            cur.execute("INSERT INTO k VALUES (9999, 9999, 'end')")
+        wait_for(
+            lambda: any(
+                (p.get("after") or {}).get("v") == "end" for p in payloads(c, topic(c, scratch_db, "k"))
+            ),
+            60,
+        )
+    run_local(spark, c.config(), str(tmp_path / "delta"), str(tmp_path / "checkpoint"))
+    assert_delta_equals_source(spark, str(tmp_path / "delta"), mariadb_admin_params, scratch_db, ["k"])

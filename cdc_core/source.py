@@ -96,9 +96,11 @@ class SchemaChange:
     history_seq: int
     ts_ms: int
     # (epoch, rank): where the change falls among the source's transactions (`OrderKey`),
-    # when the source orders it; it goes with the record (`ORDER_HEADER`) so the Delta
-    # merge ends a dropped table's rows there.
+    # when the source orders it, and the tables whose rows end there (dropped, renamed
+    # away, replaced): they go with the record (`ORDER_HEADER`, `ENDS_HEADER`) so the Delta
+    # merge ends those tables' rows where the source did.
     order: tuple[int, int] | None = None
+    ends: tuple[TableId, ...] = ()
 
 
 @dataclass(slots=True)

@@ -29,6 +29,9 @@ SCHEMA_HEADER = "__tidemark.schema"
 # A schema change's place among the transactions, `epoch,rank` (`SchemaChange.order`): a
 # header, so the record's value stays Debezium's.
 ORDER_HEADER = "__tidemark.order"
+# The tables whose rows a schema change ends (dropped, renamed away, replaced), as a JSON
+# list of [database, table], beside its order.
+ENDS_HEADER = "__tidemark.ends"
 CONTEXT_HEADERS = (
     "__debezium.context.connectorLogicalName",
     "__debezium.context.taskId",

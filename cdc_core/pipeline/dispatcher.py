@@ -21,6 +21,7 @@ import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.events.envelope import (
+    ENDS_HEADER,
     OP_CREATE,
     OP_DELETE,
     OP_READ,
@@ -373,6 +374,15 @@ class Dispatcher:
         block = self._txn.next_block(data_collection)
         return block if self.txn_metadata else None
 
+    def _order_headers(self, item: SchemaChange) -> tuple[tuple[str, bytes], ...]:
+        """Where a schema change falls among the transactions, and the captured tables whose
+        rows it ends (`SchemaChange.order`, `.ends`), for the Delta merge."""
+        if item.order is None:
+            return ()
+        ends = [[t.database, t.table] for t in item.ends if self.tables.captures(t)]
+        order = ((ORDER_HEADER, b"%d,%d" % item.order),)
+        return (*order, (ENDS_HEADER, orjson.dumps(ends))) if ends else order
+
     def _schema_change(self, item: SchemaChange, out: list[tuple[Record, int]]) -> None:
         self.schema_seq = item.history_seq
         offset = make_offset(item.position, False, 0, self.schema_seq, self.snapshot_state)
@@ -383,6 +393,5 @@ class Dispatcher:
         if self.schema_changes and (captured or database_level):
             payload = schema_change_payload(item, captured)
             key = {"databaseName": item.database or ""}
-            order = () if item.order is None else ((ORDER_HEADER, b"%d,%d" % item.order),)
-            records.append(self.records.without_schema(self.prefix, key, payload, order))
+            records.append(self.records.without_schema(self.prefix, key, payload, self._order_headers(item)))
         self._emit(records, offset, out)

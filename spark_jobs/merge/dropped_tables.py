@@ -1,19 +1,21 @@
 """DROP TABLE landed: a dropped table's rows end where the source dropped it.
 
-A drop is a schema change on the `<prefix>` topic (a dropped MongoDB collection, and the
-old name of a renamed one, too), not an event of the table's own topic, so the table's
-events alone never tell the merge its rows are gone. The streamer puts the change's order
-key on its record (`ORDER_HEADER`, from `SchemaChange.order`); here each DROP becomes the
-table's truncation mark at that order key (`spark_jobs.merge.truncation`). Everything the
-mark does for a truncate it does for a drop: the rows stored before it end (tombstones at
-the mark, `_cdc_op` `t`; an SCD2 table's current versions closed), and events older than
-it, in this batch or a later one, stay out, while a table created again under the name
-lands its rows after it.
+A drop is a schema change on the `<prefix>` topic (so are a rename, whose old name holds
+no rows after it, MariaDB's CREATE OR REPLACE of an existing table, and a dropped or
+renamed MongoDB collection), not an event of the table's own topic, so the table's events
+alone never tell the merge its rows are gone. The streamer puts the change's order key
+and the tables it ends on its record as headers (`ORDER_HEADER`, `ENDS_HEADER`, from
+`SchemaChange.order` and `.ends`; the value stays Debezium's); here each ended table gets
+a truncation mark at that order key (`spark_jobs.merge.truncation`). Everything the mark
+does for a truncate it does here: the rows stored before it end (tombstones at the mark,
+`_cdc_op` `t`; an SCD2 table's current versions closed), and events older than it, in
+this batch or a later one, stay out, while a table created again under the name lands
+its rows after it.
 
 The topic holds one record per DDL and is read whole before each batch, as the schemas
 topic is (`schema_catalogue`): a mark already kept by the table changes nothing. A record
-without the header (written by a streamer before it, or by a source whose schema changes
-have no single order, Vitess's per-shard DDL) ends nothing.
+without the headers (written by a streamer before them, or by a source whose schema
+changes have no single order, Vitess's per-shard DDL) ends nothing.
 """
 
 from __future__ import annotations
@@ -27,38 +29,38 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
-from cdc_core.events.envelope import ORDER_HEADER
+from cdc_core.events.envelope import ENDS_HEADER, ORDER_HEADER
 from cdc_core.sinks.local_log import LocalEventLogReader
 from spark_jobs.merge.truncation import Mark
 
-_ID = re.compile(r'"(.*)"\."(.*)"', re.DOTALL)
+Drops = dict[str, list[Mark]]  # table (`db.table`) → the marks that end its rows, oldest first
+Header = bytes | str | None
 
-Drops = dict[str, list[Mark]]  # table (`db.table`) → its drops, oldest first
+
+def _text(value: Header) -> str | None:
+    return value.decode() if isinstance(value, bytes) else value
 
 
-def drops_of(records: Iterable[tuple[bytes | str | None, bytes | str | None]]) -> Drops:
-    """The drops in schema-change records given as (value, order header)."""
+def drops_of(records: Iterable[tuple[Header, Header, Header]]) -> Drops:
+    """The ended tables in schema-change records given as (value, order header, ends
+    header)."""
     drops: Drops = {}
-    for value, order in records:
-        if value is None or order is None:
+    for value, order, ends in records:
+        text, header, names = _text(value), _text(order), _text(ends)
+        if text is None or header is None or names is None:
             continue
-        text = value.decode() if isinstance(value, bytes) else value
-        header = order.decode() if isinstance(order, bytes) else order
         try:
             record = json.loads(text)
             epoch, rank = (int(n) for n in header.split(","))
-            changes = record.get("tableChanges") or []
+            tables = [f"{database}.{table}" for database, table in json.loads(names)]
             ts_ms = int(record.get("ts_ms") or 0)
             txn_id = (record.get("source") or {}).get("gtid")
         except (ValueError, AttributeError, TypeError) as exc:
             raise TidemarkError(
                 f"a record on the schema-change topic is not a schema change with its order: {text[:200]!r}"
             ) from exc
-        for change in changes:
-            found = _ID.fullmatch(str(change.get("id") or "")) if change.get("type") == "DROP" else None
-            if found is not None:
-                table = f"{found.group(1)}.{found.group(2)}"
-                drops.setdefault(table, []).append(Mark((epoch, rank, 0), ts_ms, txn_id))
+        for table in tables:
+            drops.setdefault(table, []).append(Mark((epoch, rank, 0), ts_ms, txn_id))
     return {table: sorted(set(marks)) for table, marks in drops.items()}
 
 
@@ -79,7 +81,7 @@ def local_drops(log_root: Path, prefix: str) -> tuple[Drops, dict[str, int]]:
         return {}, {}
     records = list(LocalEventLogReader(Path(log_root)).read(prefix))
     last = {prefix: records[-1].offset} if records else {}
-    return drops_of((r.value, r.headers.get(ORDER_HEADER)) for r in records), last
+    return drops_of((r.value, r.headers.get(ORDER_HEADER), r.headers.get(ENDS_HEADER)) for r in records), last
 
 
 def kafka_drops(spark: SparkSession, servers: str, prefix: str) -> Drops:
@@ -88,13 +90,14 @@ def kafka_drops(spark: SparkSession, servers: str, prefix: str) -> Drops:
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", servers)
         .option("includeHeaders", "true")
-        .option("subscribePattern", re.escape(prefix))
+        .option("subscribePattern", f"^{re.escape(prefix)}$")  # searched for in topic names: anchored
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
         .load()
     )
-    order = F.expr(f"try_element_at(filter(headers, h -> h.key = '{ORDER_HEADER}'), 1).value")
-    rows = (
-        frame.where(order.isNotNull()).select(F.col("value").cast("string"), order.cast("string")).collect()
+    order, ends = (
+        F.expr(f"try_element_at(filter(headers, h -> h.key = '{name}'), 1).value").cast("string")
+        for name in (ORDER_HEADER, ENDS_HEADER)
     )
-    return drops_of((r[0], r[1]) for r in rows)
+    rows = frame.where(ends.isNotNull()).select(F.col("value").cast("string"), order, ends).collect()
+    return drops_of((r[0], r[1], r[2]) for r in rows)

@@ -60,7 +60,7 @@ def kafka_catalogue(spark: SparkSession, servers: str, prefix: str) -> Catalogue
         spark.read,
         servers,
         1,
-        subscribePattern=re.escape(schemas_topic(prefix)),
+        subscribePattern=f"^{re.escape(schemas_topic(prefix))}$",  # searched for in topic names: anchored
         startingOffsets="earliest",
         endingOffsets="latest",
     )

@@ -11,36 +11,28 @@ from cdc_core.errors import TidemarkError
 from spark_jobs.merge.dropped_tables import drops_of
 from spark_jobs.merge.truncation import Mark
 
-
-def _ddl(*changes: tuple[str, str]) -> str:
-    return json.dumps(
-        {
-            "source": {"gtid": "0-1-9"},
-            "ts_ms": 1700,
-            "ddl": "DROP TABLE ...",
-            "tableChanges": [{"type": kind, "id": name, "table": None} for kind, name in changes],
-        }
-    )
+_DDL = json.dumps({"source": {"gtid": "0-1-9"}, "ts_ms": 1700, "ddl": "DROP TABLE ...", "tableChanges": []})
 
 
-def test_each_dropped_table_takes_the_order_key_of_its_schema_change():
+def test_each_ended_table_takes_the_order_key_of_its_schema_change():
     records = [
-        (_ddl(("DROP", '"shop"."orders"'), ("ALTER", '"shop"."items"')), b"0,42"),
-        (_ddl(("DROP", '"shop"."orders"')).encode(), "1,3"),
-        (_ddl(("DROP", '"shop"."old"')), None),  # a streamer before the header: nothing ended
-        (None, b"0,50"),
+        (_DDL, b"0,42", b'[["shop","orders"],["shop","old"]]'),
+        (_DDL.encode(), "1,3", '[["shop","orders"]]'),
+        (_DDL, b"0,44", None),  # an ALTER: it ends no table
+        (_DDL, None, b'[["shop","gone"]]'),  # no order: nothing to end the rows at
+        (None, b"0,50", b'[["shop","x"]]'),
     ]
     assert drops_of(records) == {
-        "shop.orders": [Mark((0, 42, 0), 1700, "0-1-9"), Mark((1, 3, 0), 1700, "0-1-9")]
+        "shop.orders": [Mark((0, 42, 0), 1700, "0-1-9"), Mark((1, 3, 0), 1700, "0-1-9")],
+        "shop.old": [Mark((0, 42, 0), 1700, "0-1-9")],
     }
-    assert drops_of([(_ddl(("DROP", '"a.b"."c"')), b"2,7")]) == {"a.b.c": [Mark((2, 7, 0), 1700, "0-1-9")]}
+    assert drops_of([(_DDL, b"2,7", b'[["a.b","c"]]')]) == {"a.b.c": [Mark((2, 7, 0), 1700, "0-1-9")]}
 
 
 def test_a_schema_change_record_that_is_not_one_is_refused():
-    with pytest.raises(TidemarkError, match="schema-change topic"):
-        drops_of([("not json", b"0,1")])
-    with pytest.raises(TidemarkError, match="schema-change topic"):
-        drops_of([(_ddl(("DROP", '"a"."b"')), b"0")])
+    for record in (("not json", b"0,1", b"[]"), (_DDL, b"0", b"[]"), (_DDL, b"0,1", b'["a"]')):
+        with pytest.raises(TidemarkError, match="schema-change topic"):
+            drops_of([record])
 
 
 @pytest.mark.parametrize(("batches", "log_format"), [("one batch", "parquet"), ("a batch per step", "json")])
@@ -48,8 +40,9 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
     tmp_path, mariadb_admin_params, scratch_db, spark, batches, log_format
 ):
     """MariaDB: a table dropped and created again with another column, its old ids
-    reused; a table dropped for good (last, with nothing after it); merged in one batch
-    (the embedded log in Parquet) or one per step (in JSON lines), then all of it again from the start (a lost checkpoint): Delta equals
+    reused; a table replaced (CREATE OR REPLACE); a table dropped for good (last, with
+    nothing after it); merged in one batch (the embedded log in Parquet) or one per step
+    (in JSON lines), then all of it again from the start (a lost checkpoint): Delta equals
     the source every time, and the dropped table holds no live row."""
     from spark_jobs.delta_merge import run_local
     from spark_jobs.merge.delta_apply import live_rows
@@ -68,6 +61,7 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
     with db.cursor() as cur:
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
         cur.execute("CREATE TABLE gone (id INT PRIMARY KEY, v VARCHAR(10))")
+        cur.execute("CREATE TABLE r (id INT PRIMARY KEY, v VARCHAR(10))")
     connector = write_connector(
         tmp_path, scratch_db, {"database.server.id": 6404, "sink.local.format": log_format}
     )
@@ -77,11 +71,14 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
             "INSERT INTO t VALUES (1,'a'),(2,'b'),(3,'c')",
             "DELETE FROM t WHERE id=3",
             "INSERT INTO gone VALUES (1,'x'),(2,'y')",
+            "INSERT INTO r VALUES (1,'r1'),(2,'r2')",
         ],
         [
             "UPDATE t SET v='late' WHERE id=2",
             "DROP TABLE t",
             "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), n INT)",
+            "CREATE OR REPLACE TABLE r (id INT PRIMARY KEY, v VARCHAR(10))",
+            "INSERT INTO r VALUES (2,'again')",
             "INSERT INTO t VALUES (1,'new',10),(4,'d',40)",
         ],
         ["UPDATE t SET n=11 WHERE id=1", "DROP TABLE gone"],
@@ -109,7 +106,7 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
     for check in (checkpoint, str(tmp_path / "lost-checkpoint")):
         if check != checkpoint:
             run_local(spark, connector.config(), root, check)
-        assert_delta_equals_source(spark, root, mariadb_admin_params, scratch_db, ["t"])
+        assert_delta_equals_source(spark, root, mariadb_admin_params, scratch_db, ["t", "r"])
         assert live_rows(spark, f"{root}/{scratch_db}.gone").count() == 0
 
 

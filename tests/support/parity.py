@@ -37,8 +37,9 @@ INTENDED = {
     "source.version": "Tidemark's own version, not Debezium's",
     "ts_ms, ts_us, ts_ns of the envelope": "the time the event was processed, which no two runs share",
     "__debezium.context.runId header": "a new random id per run, in Debezium as in Tidemark",
-    "__tidemark.order header": "a schema change's place among the transactions, so the Delta merge ends a "
-    "dropped table's rows where the source dropped it (schema changes are not compared here)",
+    "__tidemark.order and __tidemark.ends headers": "a schema change's place among the transactions and "
+    "the tables whose rows it ends, so the Delta merge ends a dropped table's rows where the source "
+    "dropped it (schema changes are not compared here)",
     "BEGIN ts_ms": "the time of the transaction's own first event; Debezium's MariaDB connector stamps "
     "BEGIN with the time of the binlog event before it (the previous transaction, seconds or minutes "
     "earlier after an idle spell)",
@@ -250,6 +251,7 @@ def normalised(record: dict[str, Any]) -> dict[str, Any]:
     if "__debezium.context.runId" in headers:
         headers["__debezium.context.runId"] = "<run id>"
     headers.pop("__tidemark.order", None)
+    headers.pop("__tidemark.ends", None)
     return record
 
 

@@ -221,6 +221,7 @@ class EventAssembler:
             self.schema_seq,
             sec * 1000 or int(time.time() * 1000),
             order,
+            affected,
         )
 
 

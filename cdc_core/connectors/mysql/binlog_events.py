@@ -226,6 +226,7 @@ class BinlogEvents:
         self.history.maybe_checkpoint(self.tables, position)
         source = self.source_block_at(database or "", None, ts_ms, gtid, end_pos, 0)
         affected_schemas = tuple(self.tables[t] for t in outcome.affected if t in self.tables)
+        ends = tuple(t for t in outcome.affected if t not in self.tables) + outcome.replaced
         batch.append(
             SchemaChange(
                 query,
@@ -238,6 +239,7 @@ class BinlogEvents:
                 seq,
                 ts_ms,
                 self._order(end_pos),
+                ends,
             )
         )
 

@@ -109,7 +109,7 @@ def apply_ddl(
 
 def _create(p: Parser, view: TableView) -> DdlOutcome:
     p.next()
-    replace_existing = p.accept_seq("OR", "REPLACE")
+    p.accept_seq("OR", "REPLACE")  # the table it replaces: `DdlOutcome.replaced`
     temporary = p.accept_kw("TEMPORARY")
     if p.accept_kw("TABLE"):
         if temporary:
@@ -124,10 +124,10 @@ def _create(p: Parser, view: TableView) -> DdlOutcome:
             p.skip_rest()
             return DdlOutcome("create_table", (table,), view.original)
         schema = create_table_body(p, table, view)
-        if table in view.tables and not replace_existing and not if_not_exists:
-            pass  # the server accepted it, so the old definition was gone
+        # Without OR REPLACE the server accepted it only if the old table was gone already.
+        replaced = (table,) if table in view.tables else ()
         view.put(schema)
-        return DdlOutcome("create_table", (table,), view.result())
+        return DdlOutcome("create_table", (table,), view.result(), replaced=replaced)
     if p.accept_kw("DATABASE", "SCHEMA"):
         p.accept_seq("IF", "NOT", "EXISTS")
         name = p.ident()

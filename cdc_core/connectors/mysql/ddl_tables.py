@@ -32,6 +32,9 @@ class DdlOutcome:
     # A partition operation that removes or moves rows with no row events (TRUNCATE, DROP,
     # EXCHANGE or CONVERT PARTITION): the binlog holds the statement alone.
     rows_below_binlog: str | None = None
+    # Tables a CREATE TABLE made anew under a name that held one (MariaDB's CREATE OR
+    # REPLACE): their rows are gone, though the name stays.
+    replaced: tuple[TableId, ...] = ()
 
 
 _IGNORED_OBJECTS = {

@@ -40,7 +40,8 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
     tmp_path, mariadb_admin_params, scratch_db, spark, batches, log_format
 ):
     """MariaDB: a table dropped and created again with another column, its old ids
-    reused; a table replaced (CREATE OR REPLACE); a table dropped for good (last, with
+    reused; a table replaced (CREATE OR REPLACE); two swapped by a RENAME, every row then
+    updated (the rows moved in land with the updates); a table dropped for good (last, with
     nothing after it); merged in one batch (the embedded log in Parquet) or one per step
     (in JSON lines), then all of it again from the start (a lost checkpoint): Delta equals
     the source every time, and the dropped table holds no live row."""
@@ -62,6 +63,8 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
         cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
         cur.execute("CREATE TABLE gone (id INT PRIMARY KEY, v VARCHAR(10))")
         cur.execute("CREATE TABLE r (id INT PRIMARY KEY, v VARCHAR(10))")
+        for name in ("p", "q"):
+            cur.execute(f"CREATE TABLE {name} (id INT PRIMARY KEY, v VARCHAR(10))")
     connector = write_connector(
         tmp_path, scratch_db, {"database.server.id": 6404, "sink.local.format": log_format}
     )
@@ -72,6 +75,8 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
             "DELETE FROM t WHERE id=3",
             "INSERT INTO gone VALUES (1,'x'),(2,'y')",
             "INSERT INTO r VALUES (1,'r1'),(2,'r2')",
+            "INSERT INTO p VALUES (1,'p1'),(2,'p2')",
+            "INSERT INTO q VALUES (11,'q1'),(12,'q2')",
         ],
         [
             "UPDATE t SET v='late' WHERE id=2",
@@ -79,6 +84,9 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
             "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10), n INT)",
             "CREATE OR REPLACE TABLE r (id INT PRIMARY KEY, v VARCHAR(10))",
             "INSERT INTO r VALUES (2,'again')",
+            "RENAME TABLE p TO swap, q TO p, swap TO q",  # each name now holds the other's rows
+            "UPDATE p SET v = 'moved'",
+            "UPDATE q SET v = 'moved'",
             "INSERT INTO t VALUES (1,'new',10),(4,'d',40)",
         ],
         ["UPDATE t SET n=11 WHERE id=1", "DROP TABLE gone"],
@@ -106,7 +114,7 @@ def test_tables_dropped_and_created_again_at_the_source_land_equal(
     for check in (checkpoint, str(tmp_path / "lost-checkpoint")):
         if check != checkpoint:
             run_local(spark, connector.config(), root, check)
-        assert_delta_equals_source(spark, root, mariadb_admin_params, scratch_db, ["t", "r"])
+        assert_delta_equals_source(spark, root, mariadb_admin_params, scratch_db, ["t", "r", "p", "q"])
         assert live_rows(spark, f"{root}/{scratch_db}.gone").count() == 0
 
 

@@ -299,3 +299,11 @@ def test_foreign_keys_that_change_rows_below_the_binlog_are_found_in_table_ddl()
         "ON UPDATE SET DEFAULT"
     ]
     assert cascades("ALTER TABLE c ADD FOREIGN KEY (p) REFERENCES parent (id) ON DELETE NO ACTION") == []
+
+
+def test_a_create_reports_the_table_it_replaces():
+    tables = base()
+    replaced = apply_ddl("CREATE OR REPLACE TABLE t (id INT PRIMARY KEY)", "shop", tables)
+    assert replaced.replaced == (T,) and names(replaced.tables) == ["id"]
+    assert apply_ddl("CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY)", "shop", tables).replaced == ()
+    assert apply_ddl("CREATE TABLE fresh (id INT PRIMARY KEY)", "shop", tables).replaced == ()

@@ -226,7 +226,10 @@ class BinlogEvents:
         self.history.maybe_checkpoint(self.tables, position)
         source = self.source_block_at(database or "", None, ts_ms, gtid, end_pos, 0)
         affected_schemas = tuple(self.tables[t] for t in outcome.affected if t in self.tables)
-        ends = tuple(t for t in outcome.affected if t not in self.tables) + outcome.replaced
+        # The rows gone from a name: a dropped (or renamed away) table's, a replaced one's,
+        # and either name's in a rename (a swap leaves each name holding the other's rows).
+        gone = tuple(t for t in outcome.affected if t not in self.tables) + outcome.replaced
+        ends = outcome.affected if outcome.kind == "rename_table" else gone
         batch.append(
             SchemaChange(
                 query,

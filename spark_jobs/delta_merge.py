@@ -31,23 +31,19 @@ from pyspark.sql import functions as F
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
-from cdc_core.filters import configured_key
 from cdc_core.pipeline.schema_references import references_enabled
-from spark_jobs.merge import added_columns, evolution, patches, promoted, truncation
+from spark_jobs.merge import promoted
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
-from spark_jobs.merge.changes import PATCH, merge_keys, table_changes
 from spark_jobs.merge.cutting import value_text
-from spark_jobs.merge.delta_apply import table_exists
-from spark_jobs.merge.dropped_tables import Drops, kafka_drops, local_drops, with_drops
+from spark_jobs.merge.dropped_tables import Drops, kafka_drops, local_drops
 from spark_jobs.merge.kafka_source import kafka_records
 from spark_jobs.merge.known_schemas import KnownSchemas
-from spark_jobs.merge.landing import TablePlan, ending_plan, land
+from spark_jobs.merge.landing import TablePlan, land
 from spark_jobs.merge.lease import merge_lease
-from spark_jobs.merge.options import MergeOptions, session_broadcast_mb
-from spark_jobs.merge.records import REFERENCE, Shapes, carried, reached_offsets
-from spark_jobs.merge.releases import release_rows, releases_by_table
+from spark_jobs.merge.options import MergeOptions
+from spark_jobs.merge.planning import table_plans
+from spark_jobs.merge.records import REFERENCE, carried, reached_offsets
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
-from spark_jobs.merge.segments import with_windows
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete, split_whole
 from spark_jobs.merge.typed_records import TypedPart
@@ -74,7 +70,8 @@ def apply_batch(
         shapes,
     ):
         topics = set(shapes.by_topic)
-        return merge_parsed(spark, parsed, topics, shapes, root, prefix, reached, positions, options, drops)
+        plans = table_plans(spark, parsed, topics, shapes, root, prefix, reached, positions, options, drops)
+        return land_all(spark, plans, options)
 
 
 def apply_aligned(
@@ -91,8 +88,8 @@ def apply_aligned(
     whole: bool = False,
     drops: Drops | None = None,
 ) -> int:
-    """`merge_parsed` on the records of complete source transactions (this batch's and
-    those held back before); the rest is held for the next batch. `reached` None: the
+    """The records of complete source transactions (this batch's and those held back
+    before) planned (`table_plans`) and landed; the rest is held for the next batch. `reached` None: the
     offsets reached are those of the records' `partition` and `offset` columns, taken
     from the parsed batch (a Kafka batch is then read once). `whole`: the batch is known
     to hold whole transactions only, and nothing was held back before it
@@ -119,9 +116,10 @@ def apply_aligned(
             if unsure:
                 present = split.now.where(F.col("topic").isin(unsure) & F.col("present"))
                 topics |= {r.topic for r in present.select("topic").distinct().collect()}
-            touched = merge_parsed(
+            plans = table_plans(
                 spark, split.now, topics, shapes, root, prefix, reached, positions, options, drops
             )
+            touched = land_all(spark, plans, options)
             started = time.monotonic()
             held = split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
             pending.write(batch_id, None if split.complete else held)
@@ -142,74 +140,11 @@ def _phase(phase: str, started: float, message: str, *args: Any) -> None:
     log.info(f"{message} in %.1fs", *args, seconds, extra={"phase": phase, "seconds": seconds})
 
 
-def merge_parsed(
-    spark: SparkSession,
-    parsed: DataFrame,
-    topics: set[str],
-    shapes: Shapes,
-    root: str,
-    prefix: str,
-    reached: dict[str, Any],
-    positions: dict[str, Any] | None = None,
-    options: MergeOptions | None = None,
-    drops: Drops | None = None,
-) -> int:
-    """Per table among `topics`: its change events and the staged rows of its released
-    snapshot windows, newest per key, one MERGE; and the rows of a dropped table (`drops`)
-    ended. Returns the number of tables touched."""
-    released = releases_by_table(parsed, prefix)
-    tables = topics - boundary_topics(prefix)
-    events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
-    marks = with_drops(truncation.batch_marks(parsed, tables), drops or {}, prefix)
-    plans: list[TablePlan] = []
-    for name in sorted(set(events) | set(released) | set(drops or ())):
-        path = f"{root.rstrip('/')}/{name}"
-        changes = events.get(name)
-        rows = changes.rows if changes else None
-        stored = table_schema(spark, path)
-        table = (options or MergeOptions()).for_table(name, session_broadcast_mb(spark))
-        topic = f"{prefix}.{name}"
-        if changes is None and name not in released:  # dropped, no event since: its rows end
-            plans += [ending_plan(spark, name, path, table, stored, topic, marks[topic])] if stored else []
-            continue
-        configured = configured_key(options.key_columns if options else None, name)
-        keys = merge_keys(changes, released[name][0].key_columns if name in released else None, configured)
-        like = rows.schema if rows is not None else stored
-        key_sets = changes.key_sets if changes else ()
-        if name in released:  # the snapshot rows, under the key they were read by
-            windows = release_rows(spark, released[name], like)
-            rows, key_sets = with_windows(changes, windows, released[name][0].key_columns)
-        assert rows is not None
-        patcher = options.patches if options is not None else None
-        if PATCH in rows.columns and patcher is None:
-            rows = rows.drop(PATCH)  # (merged without the connector's settings: `configured`)
-        elif PATCH in rows.columns:
-            current = spark.read.format("delta").load(path) if stored is not None else None
-            rows = patches.rebuilt(spark, rows, keys, promoted.DOCUMENT_COLUMN, current, patcher)
-        if table.promoted:
-            if promoted.DOCUMENT_COLUMN not in rows.columns:
-                raise TidemarkError(f"{promoted.PROPERTY} names {name}, whose events carry no document")
-            rows = promoted.with_columns(rows, table.promoted)
-        # Every table is checked before any is merged: a refused change applies nothing.
-        widen = stored is not None and evolution.check(name, stored, rows.schema)
-        metadata: dict[str, Any] = {"topic": topic, "reached": reached.get(topic)}
-        if positions is not None:  # order keys (epoch, rank): see spark_jobs.merge.positions
-            metadata["upto"] = positions["upto"]
-            metadata["first"], metadata["last"] = positions["merged"].get(name, (None, None))
-        # At most one row per event of the table (and per released row, counted apart).
-        events_in_batch = shapes.records.get(topic, 0) + sum(r.rows for r in released.get(name, []))
-        truncated = tuple(marks.get(topic, ()))  # oldest first
-        fills = added_columns.stored_fills(stored, rows.schema, shapes.of(topic))
-        plan = TablePlan(
-            name, path, rows, keys, table, stored, widen, events_in_batch, metadata, truncated, fills
-        )
-        plans.append(replace(plan, key_sets=key_sets))
-    merge_each(
-        spark,
-        plans,
-        lambda session, plan: land(session, plan, _phase),
-        (options or MergeOptions()).parallel_tables,
-    )
+def land_all(spark: SparkSession, plans: list[TablePlan], options: MergeOptions | None) -> int:
+    """Each table's plan landed (`spark_jobs.merge.planning` made them, every table checked
+    first); returns the number of tables touched."""
+    parallel = (options or MergeOptions()).parallel_tables
+    merge_each(spark, plans, lambda session, plan: land(session, plan, _phase), parallel)
     return len(plans)
 
 
@@ -223,10 +158,6 @@ def configured(options: MergeOptions | None, config: ConnectorConfig) -> MergeOp
         key_columns=config.get("message.key.columns"),
         patches=connector_of(config).document_patches,
     )
-
-
-def table_schema(spark: SparkSession, path: str) -> Any:
-    return spark.read.format("delta").load(path).schema if table_exists(spark, path) else None
 
 
 # ---------------------------------------------------------------------------- Kafka

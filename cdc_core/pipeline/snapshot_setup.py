@@ -103,7 +103,6 @@ def snapshot_stage(
         )
     if watermarks:
         stage.check_captured(initial)
-    synthetic = (committed or {}).get("synthetic")
-    if synthetic and (committed or {}).get("in_txn"):
-        stage.replay_first(synthetic)
+    synthetic = (committed or {}).get("synthetic") if (committed or {}).get("in_txn") else None
+    stage.resume_releases((committed or {}).get("source"), synthetic)
     return stage

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from cdc_core.snapshot.windows import Window
@@ -82,10 +83,6 @@ class ReadOnlyWindows:
                 out.append(TransactionCommit(position, ts_ms))
         return out
 
-    def replay_first(self, window_id: str) -> None:
-        """Have the next `process` start with the replay of this read-only release."""
-        self._replay_first = window_id
-
     def replay_synthetic(self, window_id: str) -> list[LogItem]:
         """After a restart inside a read-only release: the same transaction again (the
         dispatcher suppresses what was delivered), then the log from before it."""
@@ -102,18 +99,39 @@ class ReadOnlyWindows:
         out.append(TransactionCommit(begin.restart, begin.ts_ms))
         return out
 
-    def _rearm_read_only_releases(self) -> None:
-        """A read-only release is not in the log. If the committed state is from before one
-        (its window's range not yet passed), wait for its HW position again: the log will
-        pass it at the same point and release exactly the same rows with the same order key,
-        instead of the range being read (and released) a second time."""
+    def resume_releases(self, committed: Mapping[str, Any] | None, synthetic: str | None) -> None:
+        """After a (re)start at the committed offset's log position `committed`.
+
+        A read-only release is not in the log, so it happens again only if this stage
+        makes it again. The release an offset was committed inside of (`synthetic`) is
+        replayed first, as it was. A decided release is waited for again only when the
+        committed state has not released its range yet and the log has not passed its HW
+        position at the committed offset: then the log passes it at the same point and
+        the same rows go out with the same order key. Every other decision is of a run
+        killed before its release was committed, and can never be part of the delivered
+        history: its range was released since, or is not the next one, or the log at the
+        committed offset is already past the point it was decided for, where its rows
+        (read back then) would take a later order key than changes made to them since.
+        It is deleted, and the range is read again."""
+        if synthetic is not None:
+            self._replay_first = synthetic
+        if self.positions is None:
+            return
         for window_id in self.staging.windows():
+            if window_id == synthetic:
+                continue
             decided = self.staging.read_release(window_id)
-            if not decided or decided.marker is None:
+            if decided is None:  # a chunk staged by a killed run: read again under a new window
+                self.staging.delete(window_id)
+                continue
+            if decided.marker is None:
                 continue
             window = decided.window
             snapshot = self.context.find(window.snapshot_id)
             progress = snapshot.progress_of(str(window.table), window.partition) if snapshot else None
-            if progress is not None and not progress.done and progress.lo == window.lo:
-                self.tracker.open(window)
-                self._awaiting_hw[window_id] = (decided.marker, tuple(decided.columns or ()))
+            passed = committed is not None and self.positions.passed(committed, decided.marker)
+            if progress is None or passed or not self._at_progress(window, progress):
+                self.staging.delete(window_id)
+                continue
+            self.tracker.open(window)
+            self._awaiting_hw[window_id] = (decided.marker, tuple(decided.columns or ()))

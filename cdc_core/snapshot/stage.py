@@ -115,7 +115,6 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         self._staged_by_release: dict[int, str] = {}
         self._clean_staging()
         self._restore_open_windows()
-        self._rearm_read_only_releases()
 
     # ------------------------------------------------------------------ outside signals
 

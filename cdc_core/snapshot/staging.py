@@ -69,16 +69,15 @@ class LocalStaging:
             return None
 
     def delete(self, window_id: str) -> None:
-        self._path(window_id).unlink(missing_ok=True)
-        self._path(window_id).with_suffix(".release").unlink(missing_ok=True)
+        for suffix in (".rows", ".release", ".tmp", ".release.tmp"):
+            self._path(window_id).with_suffix(suffix).unlink(missing_ok=True)
 
     def windows(self) -> list[str]:
+        """Every window with a file here, writes a crash cut short (`.tmp`) included."""
         if not self.directory.is_dir():
             return []
-        return sorted(
-            {p.stem for p in self.directory.glob("*.rows")}
-            | {p.stem for p in self.directory.glob("*.release")}
-        )
+        names = {p.stem for suffix in ("rows", "release", "tmp") for p in self.directory.glob(f"*.{suffix}")}
+        return sorted({n.removesuffix(".release") for n in names})
 
 
 def filesystem_for(uri: str) -> tuple[Any, str]:

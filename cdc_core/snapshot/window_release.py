@@ -131,6 +131,12 @@ class WindowReleases:
                 return []
             if progress.done or (window.index is not None and window.index in progress.done_windows):
                 return []  # a planned window released before (the reader ran again)
+            if window.index is None and not self._at_progress(window, progress):
+                # Its range was released by another window (a read-only range read again
+                # after a restart, and its earlier decision waited for as well): never twice.
+                if decided is not None and window_id not in self._staged_by_release.values():
+                    self.staging.delete(window_id)
+                return []
             if window.truncated:
                 self._read_again(snapshot, progress, window, "the table was truncated inside the window")
                 return []
@@ -234,9 +240,14 @@ class WindowReleases:
             return True
         if window.index is not None:
             return window.index in progress.done_windows
+        return not self._at_progress(window, progress)
+
+    def _at_progress(self, window: Window, progress: TableProgress) -> bool:
+        """Whether a sequential window starts where its table's progress stands, the two
+        bounds compared in the canonical key form (the progress holds the driver's)."""
         schema = self.schemas.get(window.table)
         lo = self.keys.canonical(schema, window.key_columns, progress.lo) if schema else progress.lo
-        return lo != window.lo
+        return lo == window.lo
 
     def _retire_windows(self) -> None:
         """Forget stale windows whose watermarks are in the log (see `_stale`); without
@@ -248,7 +259,9 @@ class WindowReleases:
     def _restore_open_windows(self) -> None:
         """The windows open at the last offset commit, with the keys they recorded."""
         for window in self._window_file.load():
-            if not self._stale(window):
+            # A read-only window's chunk is read again after a restart (or its decided
+            # release waited for again, `resume_releases`): this one can never be released.
+            if window.in_log and not self._stale(window):
                 self.tracker.open(window)
         self._saved_windows = self.tracker.changes
 

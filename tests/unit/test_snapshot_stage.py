@@ -4,6 +4,8 @@ change is marked where it happened (so offsets carry the state of their own posi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import orjson
 
 from cdc_core.connectors.mysql.key_values import key_value as MYSQL_KEYS
@@ -186,27 +188,40 @@ class Positions:
         return {**SOURCE, "pos": position["pos"]}
 
 
-def read_only_stage(tmp_path, context=None):
+def read_only_stage(tmp_path, context=None, committed=None, synthetic=None):
+    """A (re)started read-only stage at the committed offset's position `committed`
+    (None: the first start), inside the release `synthetic` if the offset was."""
     s = stage(tmp_path, context)
     s.positions = Positions()
-    s._rearm_read_only_releases()
+    s.resume_releases(committed, synthetic)
     return s
+
+
+def released_rows(items):
+    return [i.after for i in items if isinstance(i, RowChange) and i.op == "r"]
 
 
 def commit(pos):
     return TransactionCommit({"pos": pos}, 1)
 
 
-def test_a_read_only_release_after_a_restart_is_the_same_transaction_with_the_same_rows(tmp_path):
+def read_only_window(tmp_path, signal_id, rows, hi=None):
+    """A first-started read-only stage running a snapshot, with one window (`(None, hi]`)
+    opened, its chunk `rows` staged and its HW position 5 handed over."""
     from cdc_core.snapshot.windows import Window
 
     s = read_only_stage(tmp_path)
-    s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    s.process([signal(signal_id, "execute-snapshot", {"data-collections": ["shop.orders"]})])
     snapshot_id = s.context.active().id
-    window = Window(f"{snapshot_id}.1", snapshot_id, T, None, None, True, ("id",))
+    window = Window(f"{snapshot_id}.{signal_id}", snapshot_id, T, None, hi, True, ("id",))
     s.submit_window(window)
-    s.staging.write(window.id, [(1, 10), (2, 20)])
+    s.staging.write(window.id, rows)
     s.submit_high_watermark(window.id, "5", ("id", "v"))
+    return s, window
+
+
+def test_a_read_only_release_after_a_restart_is_the_same_transaction_with_the_same_rows(tmp_path):
+    s, window = read_only_window(tmp_path, "sig-1", [(1, 10), (2, 20)])
     before_release = s.context.to_json()  # the last committed state: the release not yet in it
     first = s.process([commit(4), change("u", (2, 20), (2, 21)), commit(6)])
     released = [i for i in first if isinstance(i, RowChange) and i.op == "r"]
@@ -215,14 +230,51 @@ def test_a_read_only_release_after_a_restart_is_the_same_transaction_with_the_sa
 
     # kill -9 before the offset with the release was committed: the log is read again from
     # before the HW position and passes it at the same point.
-    again = read_only_stage(tmp_path, SnapshotContext.from_json(before_release))
+    again = read_only_stage(tmp_path, SnapshotContext.from_json(before_release), {"pos": 3})
     second = again.process([commit(4), commit(6)])
     assert [r.after for r in second if isinstance(r, RowChange) and r.op == "r"] == [(1, 10)]
     assert next(i for i in second if isinstance(i, TransactionBegin)) == begin
 
     # or it died inside the release: the synthetic transaction is replayed first, identically.
-    inside = read_only_stage(tmp_path, SnapshotContext.from_json(before_release))
-    inside.replay_first(window.id)
+    inside = read_only_stage(tmp_path, SnapshotContext.from_json(before_release), {"pos": 6}, window.id)
     replayed = inside.process([])
-    assert [r.after for r in replayed if isinstance(r, RowChange) and r.op == "r"] == [(1, 10)]
+    assert released_rows(replayed) == [(1, 10)]
     assert next(i for i in replayed if isinstance(i, TransactionBegin)) == begin
+    # and only then: the log read on from the release's position does not release it again.
+    assert released_rows(inside.process([commit(7)])) == []
+
+
+def test_a_read_only_release_decided_by_a_killed_run_is_never_made_after_its_point(tmp_path):
+    """A run reads a range, decides its release at its HW position, and is killed before
+    that is committed. If a later offset is committed past that position with the range
+    still to read (another run got there without the decision), the decision is dropped:
+    made now, its rows (read back then) would take an order key later than a change made
+    to them since. The range is read again instead. A read-only window that was open at
+    a commit is not reopened by a restart either: its chunk is read again, under a new
+    window, and the old one would record keys forever."""
+    s, window = read_only_window(tmp_path, "sig-1", [(1, 10), (2, 20)])
+    s.process([commit(4)])
+    s.before_commit()  # an offset committed while the window was open
+    unreleased = s.context.to_json()
+    assert released_rows(s.process([commit(6)])) == [(1, 10), (2, 20)]  # decided, then killed
+    s.staging.write(f"{window.snapshot_id}.9", [(3, 30)])  # and a chunk staged with no release yet
+
+    # Committed at 9 by a run that had not read the range yet: the log has passed 5.
+    later = read_only_stage(tmp_path, SnapshotContext.from_json(unreleased), {"pos": 9})
+    assert len(later.tracker) == 0
+    assert released_rows(later.process([change("d", (2, 20), None), commit(10), commit(11)])) == []
+    assert later.staging.windows() == []
+    assert later.context.active().tables[0].lo is None  # the range is still to be read
+
+    # Committed before 5: the log passes the HW again, and the same rows go out again.
+    s, window = read_only_window(tmp_path, "sig-2", [(1, 10)], hi=(5,))
+    unreleased = s.context.to_json()
+    assert released_rows(s.process([commit(6)])) == [(1, 10)]
+    # Another killed run decided the same range again, later: only the first is made.
+    decided = s.staging.read_release(window.id)
+    again = replace(window, id=f"{window.snapshot_id}.3")
+    s.staging.write_release(again.id, replace(decided, window=again, marker="7"))
+    earlier = read_only_stage(tmp_path, SnapshotContext.from_json(unreleased), {"pos": 3})
+    assert released_rows(earlier.process([commit(6)])) == [(1, 10)]
+    assert released_rows(earlier.process([commit(8)])) == []
+    assert earlier.staging.read_release(again.id) is None

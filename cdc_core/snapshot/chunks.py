@@ -9,7 +9,7 @@ connector with bound parameters.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -68,6 +68,15 @@ class ChunkSource(Protocol):
 
     def position_marker(self) -> str:
         """The source's log position now, for read-only watermarks."""
+        ...
+
+    def read_chunk_seeing(
+        self, plan: ChunkPlan, lo: Key | None, hi: Key | None, position: Mapping[str, Any] | None
+    ) -> list[tuple[Any, ...]]:
+        """Read-only snapshots: `read_chunk`, once the database shows other sessions every
+        transaction of the log up to `position` (an offset's source part, where the
+        streamer stood as the window opened; None: nothing read yet). Only connectors with
+        read-only snapshots (a `position_marker`) have it."""
         ...
 
     def close(self) -> None: ...

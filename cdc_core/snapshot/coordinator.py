@@ -209,8 +209,9 @@ class ChunkCoordinator:
         lo: Any,
         hi: Any,
     ) -> None:
-        """No writes to the source: open the window in the stage, read and stage the chunk,
-        then hand over the server's position as the high watermark."""
+        """No writes to the source: open the window in the stage, read and stage the chunk
+        once the database shows all the stage had passed when it opened, then hand over
+        the server's position as the high watermark."""
         window = Window(
             window_id, snapshot.id, plan.table.id, lo, hi, source.exact_key_order(plan), progress.key
         )
@@ -220,7 +221,7 @@ class ChunkCoordinator:
                 self.stage.changed.wait(0.5)
         if self._stop.is_set():
             return
-        rows = source.read_chunk(plan, lo, hi)
+        rows = source.read_chunk_seeing(plan, lo, hi, self.stage.opened_at(window_id))
         self.stage.staging.write(window_id, rows)
         self.stage.submit_high_watermark(window_id, source.position_marker(), plan.table.column_names)
         self._await_release(snapshot.id, window_id, progress)

@@ -42,12 +42,31 @@ class ReadOnlyWindows:
             if kind == "open":
                 payload.in_log = False  # no watermark rows: a restart reads its chunk again
                 self._canonical_bounds(payload)
-                self.tracker.open(payload)
-                with self.changed:
-                    self.changed.notify_all()
+                self._to_open.append(payload)
             else:
                 window_id, marker, columns = payload
                 self._awaiting_hw[window_id] = (marker, columns)
+        if not self._in_txn:
+            self._open_pending()
+
+    def _open_pending(self) -> None:
+        """Open the windows waiting for a transaction boundary, at the position processed
+        last. The chunk reader reads once a snapshot of the source holds every
+        transaction up to it (`opened_at`): the log hands a transaction over before the
+        database shows it to other sessions (MariaDB's group commit; a semi-synchronous
+        replica's acknowledgement comes in between), so a change this stage has already
+        passed, unrecorded, could otherwise be missing from the chunk, and its row
+        released after it as it was before."""
+        for window in self._to_open:
+            self._opened_at[window.id] = self.last_position
+            self.tracker.open(window)
+        self._to_open.clear()
+        with self.changed:
+            self.changed.notify_all()
+
+    def opened_at(self, window_id: str) -> dict[str, Any] | None:
+        """The log position a read-only window opened at (None: before anything was read)."""
+        return self._opened_at.get(window_id)
 
     def reached(self, marker: str) -> bool | None:
         """Whether the log, as processed here, has reached a source position (None when
@@ -57,7 +76,7 @@ class ReadOnlyWindows:
         return self.last_position is not None and self.positions.passed(self.last_position, marker)
 
     def window_open(self, window_id: str) -> bool:
-        return any(w.id == window_id for w in self.tracker.open_windows())
+        return window_id in self._opened_at and any(w.id == window_id for w in self.tracker.open_windows())
 
     def _release_passed(self, position: dict[str, Any], ts_ms: int) -> list[LogItem]:
         """Windows whose HW position the log has now passed, each released in a
@@ -67,6 +86,7 @@ class ReadOnlyWindows:
             if not self.positions.passed(position, marker):
                 continue
             del self._awaiting_hw[window_id]
+            self._opened_at.pop(window_id, None)
             window = next((w for w in self.tracker.open_windows() if w.id == window_id), None)
             table = window.table if window else None
             source = self.positions.source_block(position, table, ts_ms)

@@ -53,7 +53,15 @@ from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import LocalStaging
 from cdc_core.snapshot.window_release import WindowReleases
 from cdc_core.snapshot.windows import Window, WindowTracker
-from cdc_core.source import LogItem, PositionAdvance, RowChange, SchemaChange, StateChange, TransactionCommit
+from cdc_core.source import (
+    LogItem,
+    PositionAdvance,
+    RowChange,
+    SchemaChange,
+    StateChange,
+    TransactionBegin,
+    TransactionCommit,
+)
 
 if TYPE_CHECKING:
     from cdc_core.connector import PositionWatermarks
@@ -96,6 +104,9 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         self.staged_form = staged_form  # the connector's column rules over a table and snapshot key
         self.partitions = partitions  # the source's parts with a log of their own (`Source.partitions`)
         self._window_inbox: deque[tuple[str, Any]] = deque()
+        self._to_open: list[Window] = []  # read-only windows waiting for a transaction boundary
+        self._opened_at: dict[str, dict[str, Any] | None] = {}
+        self._in_txn = False  # between a transaction's BEGIN and COMMIT in the log
         # read-only windows waiting for the log to pass their HW position: (marker, columns)
         self._awaiting_hw: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.last_position: dict[str, Any] | None = None
@@ -146,13 +157,21 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         if self._window_inbox:
             self._take_windows()
         self._flush_state(out)
-        if not len(self.tracker) and self.signal_table is None and not self._awaiting_hw:
+        if (
+            not len(self.tracker)
+            and self.signal_table is None
+            and not self._awaiting_hw
+            and not self._to_open
+        ):
             for item in items:
                 kind = type(item)
                 if kind is SchemaChange:
                     self._schema_change(item)  # any state change it causes goes out with the next batch
                 elif kind is TransactionCommit or kind is PositionAdvance:
                     self.last_position = item.position
+                    self._in_txn = False
+                elif kind is TransactionBegin:
+                    self._in_txn = True
             return out + items if out else items
         observed = self.tracker.observed_tables()
         for index, item in enumerate(items):
@@ -173,8 +192,13 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
                 self._schema_change(item)
                 self._flush_state(out)
                 continue
+            elif type(item) is TransactionBegin:
+                self._in_txn = True
             elif type(item) is TransactionCommit or type(item) is PositionAdvance:
                 self.last_position = item.position
+                self._in_txn = False
+                if self._to_open:
+                    self._open_pending()
                 if self._awaiting_hw:
                     out.append(item)
                     out.extend(self._release_passed(item.position, item.ts_ms))

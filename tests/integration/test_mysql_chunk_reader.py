@@ -4,6 +4,9 @@ their literals."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from cdc_core.connectors.mysql.chunk_reader import MySqlChunkSource
@@ -93,3 +96,43 @@ def test_watermarks_are_rows_in_the_signal_table(mariadb_params, mariadb_admin_p
         cur.execute("SELECT type, data FROM tidemark.debezium_signal WHERE id = 'test-wm-1'")
         assert cur.fetchone() == ("snapshot-window-open", '{"window":"w1"}')
         cur.execute("DELETE FROM tidemark.debezium_signal WHERE id = 'test-wm-1'")
+
+
+def test_a_read_only_chunk_is_read_once_the_database_shows_what_the_streamer_passed(
+    mariadb_params, mariadb_admin_params, table
+):
+    """MariaDB hands a transaction to the binlog (and the streamer) before other sessions
+    see it, so a read-only chunk waits until a consistent snapshot starts at or after the
+    position the window opened at. A position in the next binlog file stands for one the
+    database does not show yet: the read waits for the rotation, and sees what was
+    committed before it."""
+    schema, server_order = table
+    plan = ChunkPlan(schema, snapshot_key(schema, None))
+    source = reader(mariadb_params)
+    db = admin(mariadb_admin_params, schema.id.database)
+    try:
+        with db.cursor() as cur:
+            cur.execute("SHOW MASTER STATUS")
+            file, pos = cur.fetchone()[:2]
+        assert len(source.read_chunk_seeing(plan, None, None, {"file": file, "pos": pos})) == len(
+            server_order
+        )
+        assert len(source.read_chunk_seeing(plan, None, None, None)) == len(server_order)
+
+        stem, index = file.rsplit(".", 1)
+        ahead = {"file": f"{stem}.{int(index) + 1:0{len(index)}d}", "pos": 4}
+        read: dict[str, list] = {}
+        waiting = threading.Thread(
+            target=lambda: read.update(rows=source.read_chunk_seeing(plan, None, None, ahead))
+        )
+        waiting.start()
+        time.sleep(0.5)
+        assert waiting.is_alive() and not read
+        with db.cursor() as cur:
+            cur.execute("INSERT INTO t VALUES ('z', 1, 'late')")
+            cur.execute("FLUSH BINARY LOGS")
+        waiting.join(10)
+        assert ("z", 1) in {(r[0], r[1]) for r in read["rows"]}
+    finally:
+        db.close()
+        source.close()

@@ -278,3 +278,34 @@ def test_a_read_only_release_decided_by_a_killed_run_is_never_made_after_its_poi
     assert released_rows(earlier.process([commit(6)])) == [(1, 10)]
     assert released_rows(earlier.process([commit(8)])) == []
     assert earlier.staging.read_release(again.id) is None
+
+
+def test_a_read_only_window_opens_between_transactions_at_the_position_passed_last(tmp_path):
+    """The chunk is read once the database shows everything up to the window's opening
+    position (`opened_at`), so the window opens only where the log is between
+    transactions: a transaction whose first rows had passed unrecorded has then been
+    shown too, and every change after it is recorded."""
+    from cdc_core.snapshot.windows import Window
+
+    s = read_only_stage(tmp_path)
+    s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    snapshot_id = s.context.active().id
+    s.process([TransactionBegin("t1", 0, 1, 1, {"pos": 1}), change("u", (1, 10), (1, 11))])
+    window = Window(f"{snapshot_id}.1", snapshot_id, T, None, None, True, ("id",))
+    s.submit_window(window)
+    s.process([change("u", (2, 20), (2, 21))])
+    assert not s.window_open(window.id)  # inside the transaction
+    s.process([change("u", (3, 30), (3, 31)), commit(4), TransactionBegin("t2", 0, 5, 1, {"pos": 4})])
+    assert s.window_open(window.id) and s.opened_at(window.id) == {"pos": 4}
+    s.process([change("u", (5, 50), (5, 51)), commit(6)])
+    assert s.tracker.windows_of(T)[0].recorded == {(5,)}
+
+    between = read_only_stage(tmp_path / "between")
+    between.process([signal("sig-2", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    between.process([commit(7)])
+    second = Window(
+        f"{between.context.active().id}.2", between.context.active().id, T, None, None, True, ("id",)
+    )
+    between.submit_window(second)
+    between.process([])
+    assert between.window_open(second.id) and between.opened_at(second.id) == {"pos": 7}

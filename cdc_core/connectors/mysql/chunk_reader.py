@@ -10,7 +10,8 @@ rows (what DBLog's watermark ordering assumes).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ from pymysql import converters
 from pymysql.constants import FIELD_TYPE
 
 from cdc_core.connectors.mysql import server
+from cdc_core.connectors.mysql.positions import MySqlGtidSet, binlog_file_index
 from cdc_core.connectors.mysql.server import quote
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId, TableSchema
@@ -26,6 +28,7 @@ from cdc_core.signals.conditions import render
 from cdc_core.snapshot.chunks import ChunkPlan, Key
 
 MAX_SIGNAL_DATA = 2048
+VISIBLE_WAIT_S = 30.0  # a read-only chunk waits this long for the database to show a commit
 # Column types whose values Python orders exactly as the server does.
 _EXACT = {
     "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT", "DECIMAL", "NUMERIC", "FLOAT", "DOUBLE",
@@ -241,6 +244,47 @@ class MySqlChunkSource:
                     "INSERT on the signal table, or use the read-only snapshot mode (GTID watermarks)."
                 ) from None
             raise
+
+    def read_chunk_seeing(
+        self, plan: ChunkPlan, lo: Key | None, hi: Key | None, position: Mapping[str, Any] | None
+    ) -> list[tuple[Any, ...]]:
+        """Read-only snapshots: the chunk, read once this session sees every transaction
+        of the binlog up to `position` (where the streamer stood when the window opened).
+        A commit hands a transaction to the binlog, and so to the streamer, before other
+        sessions see it (MariaDB's group commit; a semi-synchronous replica's
+        acknowledgement can come in between)."""
+        deadline = time.monotonic() + VISIBLE_WAIT_S
+        while position is not None and not self._sees(position):
+            if time.monotonic() > deadline:
+                raise TidemarkError(
+                    f"the server did not show the transactions up to {position.get('file')}:{position.get('pos')} "
+                    f"to other sessions within {VISIBLE_WAIT_S:.0f}s; the chunk is read again later"
+                )
+            time.sleep(0.005)
+        return self.read_chunk(plan, lo, hi)
+
+    def _sees(self, position: Mapping[str, Any]) -> bool:
+        """Whether a read started now sees every transaction up to `position`: MariaDB gives
+        the binlog position a consistent snapshot starts at (all that is visible, and no
+        more); MySQL adds a GTID to gtid_executed after the transaction is visible."""
+        if self._info is None:
+            self._info = server.inspect_server(self.conn)
+        with self.conn.cursor() as cur:
+            if self._info.mariadb:
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                try:
+                    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+                    status = {name.lower(): value for name, value in cur.fetchall()}
+                finally:
+                    cur.execute("COMMIT")
+                seen = (
+                    binlog_file_index(status["binlog_snapshot_file"]),
+                    int(status["binlog_snapshot_position"]),
+                )
+                return seen >= (binlog_file_index(position["file"]), int(position["pos"]))
+            cur.execute("SELECT @@GLOBAL.gtid_executed")
+            executed = MySqlGtidSet.parse(cur.fetchone()[0])
+        return executed.succeeds(MySqlGtidSet.parse(position.get("gtids")))
 
     def position_marker(self) -> str:
         """The server's executed GTID position now (read-only watermarks)."""

@@ -219,10 +219,40 @@ def binary_log(schemaless_records: str, out: Path) -> Path:
     return out
 
 
-def _stream_position(row: tuple[str, str, str]) -> tuple[int, int]:
-    """(transaction rank, place in it) of a schemaless record: BEGIN first, END last."""
+def json_lines_log(records: str, out: Path) -> Path:
+    """The same records in the embedded log's JSON-lines form, as the streamer writes them
+    there (values with their Connect schemas), by the log's own writer in the streamer's
+    order, 20,000 to a flush, so the writer records its cuts as it does in the streamer."""
+    import pyarrow.parquet as pq
+
+    from cdc_core.events.envelope import Record
+    from cdc_core.sinks.local_log import LocalEventLog
+
+    if (out / "_DONE").exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    rows = []
+    for part in sorted(Path(records).glob("*.parquet")):
+        table = pq.read_table(part, columns=["topic", "key", "value"])
+        rows += zip(*(table.column(c).to_pylist() for c in ("topic", "key", "value")), strict=True)
+    rows.sort(key=lambda row: _stream_position(row, orjson.loads(row[2])["payload"]))
+    log = LocalEventLog(out, fsync=False)
+    for start in range(0, len(rows), 20_000):
+        log.append(
+            Record(t, k.encode(), v.encode(), boundary=_boundary(t, v))
+            for t, k, v in rows[start : start + 20_000]
+        )
+        log.flush()
+    log.close()
+    (out / "_DONE").touch()
+    return out
+
+
+def _stream_position(row: tuple[str, str, str], value: dict | None = None) -> tuple[int, int]:
+    """(transaction rank, place in it) of a record (`value`: its payload, when the record
+    carries its schema too): BEGIN first, END last."""
     topic, _, payload = row
-    value = orjson.loads(payload)
+    value = orjson.loads(payload) if value is None else value
     if topic == f"{PREFIX}.transaction":
         rank = int(value["id"].rsplit("-", 1)[1])
         return rank, 0 if value["status"] == "BEGIN" else 1 << 30

@@ -63,13 +63,13 @@ def tidemark_merge(
     read: Callable[[], Any],
     root: str,
     catalogue: dict[str, tuple[str, str]] | None = None,
-    binary_log: str | None = None,
+    embedded_log: str | None = None,
 ) -> tuple[float, float, dict[str, float]]:
     """Seconds for the whole batch, of them the MERGE statement's own (from the commit's
     metrics), and each phase's. The offsets reached come from the records when they carry
     them (Kafka), as in the merge job. `catalogue`: the schemas schemaless records name.
-    `binary_log`: read the batch from this embedded log in Parquet instead, as the merge
-    job does (`read` unused)."""
+    `embedded_log`: read the batch from this embedded log (either format) instead, as the
+    merge job does (`read` unused)."""
     from delta.tables import DeltaTable
 
     from spark_jobs.delta_merge import apply_aligned
@@ -86,21 +86,22 @@ def tidemark_merge(
     try:
         started = time.perf_counter()
         typed, whole = [], False
-        if binary_log is not None:  # as `delta_merge.run_local` reads it: up to its cut
+        if embedded_log is not None:  # as `delta_merge.run_local` reads it: up to its cut
             from spark_jobs.local_log_source import read_local_log
             from spark_jobs.merge.log_range import plan_range
 
             topics = [TOPIC, f"{PREFIX}.transaction"]
-            span = plan_range(Path(binary_log), topics, {}, None, False)
-            batch, typed = read_local_log(spark, binary_log, topics, {}, until=span.until)
+            span = plan_range(Path(embedded_log), topics, {}, None, False)
+            batch, typed = read_local_log(spark, embedded_log, topics, {}, until=span.until)
             whole = span.whole
             if not whole:
                 print(
-                    "  WARNING: the binary log's cuts do not enclose whole transactions: aligned", flush=True
+                    "  WARNING: the embedded log's cuts do not enclose whole transactions: aligned",
+                    flush=True,
                 )
         else:
             batch = read()
-        reached = None if "offset" in batch.columns and binary_log is None else {}
+        reached = None if "offset" in batch.columns and embedded_log is None else {}
         held = PendingStore(spark, f"{root}/_held")
         apply_aligned(spark, batch, root, PREFIX, reached, held, 1, known=known, typed=typed, whole=whole)
         took = time.perf_counter() - started

@@ -16,8 +16,9 @@ least any of them could take here; the benchmark prints that lowest possible rat
 beside the one reached. Also Tidemark on the same events as the streamer writes them
 with `value.converter.schemas.enable: false` (each value its payload alone, naming its
 schema by reference; read from Parquet), and from the embedded event log in its Parquet
-form (`sink.local.format: parquet`, written by the log's own writer), their tables checked
-equal. `--source kafka` writes
+form (`sink.local.format: parquet`) and in its JSON-lines form (`sink.local.format:
+json`), each written by the log's own writer and read between two of its cuts, their
+tables checked equal. `--source kafka` writes
 the events to Kafka first and reads the batch from there, as the merge job does (the bare
 MERGE still reads its prepared input).
 
@@ -36,7 +37,7 @@ from functools import partial
 from pathlib import Path
 
 from bench import straightforward_merge
-from bench.merge_inputs import PREFIX, TOPIC, binary_log, prepared, schemaless
+from bench.merge_inputs import PREFIX, TOPIC, binary_log, json_lines_log, prepared, schemaless
 from bench.merge_kafka import to_kafka
 from bench.merge_runs import bare_merge, clone, json_floor, tidemark_merge
 
@@ -80,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
             catalogue = schemaless(spark, records, loose_records)
             read_loose = partial(spark.read.parquet, loose_records)
             log = str(binary_log(loose_records, work / f"binary-log-{Path(records).name}"))
-            ours, ours_merge, ours_phases, bare, floor_json, plain, loose, binary = ([] for _ in range(8))
+            lines_log = str(json_lines_log(records, work / f"json-lines-log-{Path(records).name}"))
+            ours, ours_merge, ours_phases, bare, floor_json, plain, loose, binary, lines = (
+                [] for _ in range(9)
+            )
             # Alternating rounds on fresh clones: both merges run with a warm JVM, and the
             # best of each counts (this machine's speed drifts from minute to minute).
             shutil.rmtree(work / "run", ignore_errors=True)  # left by an interrupted run
@@ -89,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                 plain_path = str(work / f"run/plain-{size}-{n}")
                 loose_root = str(work / f"run/schemaless-{size}-{n}")
                 binary_root = str(work / f"run/binary-{size}-{n}")
-                for root in (ours_root, loose_root, binary_root):
+                lines_root = str(work / f"run/json-lines-{size}-{n}")
+                for root in (ours_root, loose_root, binary_root, lines_root):
                     clone(spark, base, f"{root}/bench.t")
                 clone(spark, base, bare_path)
                 clone(spark, base, plain_path)
@@ -98,13 +103,14 @@ def main(argv: list[str] | None = None) -> int:
                 ours_merge.append(merge_part)
                 ours_phases.append(phases)
                 loose.append(tidemark_merge(spark, read_loose, loose_root, catalogue)[0])
-                binary.append(tidemark_merge(spark, read, binary_root, binary_log=log)[0])
+                binary.append(tidemark_merge(spark, read, binary_root, embedded_log=log)[0])
+                lines.append(tidemark_merge(spark, read, lines_root, embedded_log=lines_log)[0])
                 bare.append(bare_merge(spark, deduped, bare_path))
                 plain.append(straightforward_merge.merge(spark, read, plain_path, TOPIC))
                 floor_json.append(json_floor(spark, read))
                 print(
                     f"  round {n + 1}: Tidemark {took:.1f}s (MERGE {merge_part:.1f}s), schemaless {loose[-1]:.1f}s, "
-                    f"binary log {binary[-1]:.1f}s, "
+                    f"binary log {binary[-1]:.1f}s, JSON-lines log {lines[-1]:.1f}s, "
                     "straightforward merge "
                     f"{plain[-1]:.1f}s, bare MERGE {bare[-1]:.1f}s, JSON floor {floor_json[-1]:.1f}s",
                     flush=True,
@@ -125,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
                     spark, f"{ours_root}/bench.t", f"{binary_root}/bench.t"
                 ):
                     print("  WARNING: the tables merged from JSON and from the binary log differ")
+                if not straightforward_merge.same_table(
+                    spark, f"{ours_root}/bench.t", f"{lines_root}/bench.t"
+                ):
+                    print("  WARNING: the tables merged from JSON and from the JSON-lines log differ")
                 shutil.rmtree(work / "run", ignore_errors=True)
             best = min(range(args.rounds), key=lambda i: ours[i])
             results.append(
@@ -139,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                     min(plain),
                     min(loose),
                     min(binary),
+                    min(lines),
                 )
             )
     finally:
@@ -153,15 +164,17 @@ def main(argv: list[str] | None = None) -> int:
         f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'parse s':>8s} "
         f"{'align s':>8s} {'its MERGE s':>12s} {'bare MERGE s':>13s} {'ratio':>6s} {'MERGE ratio':>12s} "
         f"{'JSON floor s':>13s} {'lowest ratio':>13s} {'plain s':>8s} {'vs plain':>9s} "
-        f"{'schemaless s':>13s} {'ratio':>6s} {'vs plain':>9s} {'binary s':>9s} {'ratio':>6s} {'vs plain':>9s}"
+        f"{'schemaless s':>13s} {'ratio':>6s} {'vs plain':>9s} {'binary s':>9s} {'ratio':>6s} {'vs plain':>9s} "
+        f"{'JSON lines s':>13s} {'ratio':>6s} {'vs plain':>9s}"
     )
-    for size, ours, merge_part, bare, keys, phases, floor, plain_s, loose_s, binary_s in results:
+    for size, ours, merge_part, bare, keys, phases, floor, plain_s, loose_s, binary_s, lines_s in results:
         print(
             f"{size:12,d} {keys:9,d} {ours:11.1f} {args.events / ours:10,.0f} {phases.get('parse', 0):8.1f} "
             f"{phases.get('align', 0):8.1f} {merge_part:12.1f} {bare:13.1f} {ours / bare:6.2f}x "
             f"{merge_part / bare:11.2f}x {floor:13.1f} {(bare + floor) / bare:12.2f}x {plain_s:8.1f} "
             f"{ours / plain_s:8.2f}x {loose_s:13.1f} {loose_s / bare:5.2f}x {loose_s / plain_s:8.2f}x "
-            f"{binary_s:9.1f} {binary_s / bare:5.2f}x {binary_s / plain_s:8.2f}x"
+            f"{binary_s:9.1f} {binary_s / bare:5.2f}x {binary_s / plain_s:8.2f}x "
+            f"{lines_s:13.1f} {lines_s / bare:5.2f}x {lines_s / plain_s:8.2f}x"
         )
     if len(results) > 1:
         (small, ours_small, _, bare_small, *_), (large, ours_large, _, bare_large, *_) = (
@@ -184,7 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         "lowest ratio: (bare MERGE + JSON floor) / bare MERGE, what even a merge that cost nothing but "
         "the bare MERGE and that reading and parsing would reach; schemaless: Tidemark on the same events "
         "as the streamer writes them with value.converter.schemas.enable false, each naming its schema; "
-        "binary: Tidemark on the same events in the embedded log's Parquet form, sink.local.format parquet)"
+        "binary: Tidemark on the same events in the embedded log's Parquet form, sink.local.format parquet; "
+        "JSON lines: the same in its JSON-lines form with their schemas, sink.local.format json, read between "
+        "two of its cuts as the merge job reads it)"
     )
     return 0
 

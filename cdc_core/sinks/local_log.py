@@ -8,6 +8,8 @@ the demo and small installations need no broker, and Spark reads it like a topic
         {"offset":N,"ts":MS,"key":<key JSON or null>,"value":<value JSON or null>,"headers":{...}}
     <root>/.writer.lock                            one writer at a time (flock)
     <root>/.consumers/<group>.json                 committed read positions per consumer group
+    <root>/_cut.json                               where no source transaction is open
+                                                   (`cdc_core.sinks.log_cuts`)
 
 Keys and values are already JSON, so they are embedded raw (no re-escaping: this is the
 streamer's hot path). A record is durable once `flush()` returned (fsync); only then may
@@ -30,6 +32,7 @@ import orjson
 from cdc_core.durable import fsync_dir, replace_file
 from cdc_core.errors import TidemarkError
 from cdc_core.events.envelope import Record
+from cdc_core.sinks.log_cuts import CutTracker
 
 SEGMENT_BYTES = 64 * 1024 * 1024
 _TOPIC = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -147,6 +150,10 @@ class LocalEventLog:
         self._lock = WriterLock(self.root)
         self._writers: dict[str, _TopicWriter] = {}
         self._dirty: set[str] = set()
+        # Every topic's end as found (a torn last line not counted, as reopening cuts it
+        # off); a topic's writer keeps its own once opened.
+        self._found = {t: json_end_offset(self.root / t) for t in self.topics()}
+        self._cuts = CutTracker(self.root, self._found)
 
     @staticmethod
     def open_reader(root: Path) -> LocalEventLogReader:
@@ -164,10 +171,12 @@ class LocalEventLog:
         now = int(time.time() * 1000)
         pending: dict[str, list[bytes]] = {}
         placed: list[tuple[str, int]] = []
+        observe = self._cuts.observe
         for record in records:
             writer = self._writer(record.topic)
             offset = writer.next_offset
             writer.next_offset += 1
+            observe(record.boundary)
             headers = (
                 b"{"
                 + b",".join(
@@ -215,7 +224,8 @@ class LocalEventLog:
         self._dirty.add(topic)
 
     def flush(self) -> None:
-        """fsync every segment written since the last flush (and new directory entries)."""
+        """fsync every segment written since the last flush (and new directory entries);
+        then, if no source transaction is open, record the log's ends as a cut."""
         for topic in self._dirty:
             writer = self._writers[topic]
             if self.fsync:
@@ -225,6 +235,9 @@ class LocalEventLog:
                     fsync_dir(self.root)
             writer.touched = False
         self._dirty.clear()
+        cut = self._cuts.cut({**self._found, **{t: w.next_offset for t, w in self._writers.items()}})
+        if cut is not None:
+            self._cuts.record(cut)
 
     def close(self) -> None:
         self.flush()

@@ -4,9 +4,9 @@ A batch ends at the log's latest cut (`cdc_core.sinks.log_cuts`) when there is o
 what was merged, so that the next batch starts at a cut too. It reads whole transactions
 only, and skips the count of every transaction's events, when it starts where the chain
 of that cut began or at a cut of the same chain the merge ended at before, and the
-batch before it held nothing back. Otherwise (no cut yet, a JSON-lines log, a broken
-chain, records held back, a merge that ran before cuts existed and read past the latest
-one) it aligns, as every Kafka batch does.
+batch before it held nothing back. Otherwise (no cut yet, a broken chain, records held
+back, a merge that ran before cuts existed, or before the JSON-lines writer recorded them,
+and read past the latest one) it aligns, as every Kafka batch does.
 """
 
 from __future__ import annotations

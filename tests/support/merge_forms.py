@@ -62,18 +62,22 @@ def parquet_log(records: list[dict], folder: Path) -> list[str]:
 _SCHEMAS: dict[bytes, bytes] = {}
 
 
-def log_record(record: dict) -> Any:
-    """`record` as the streamer hands it to the Parquet log: payloads apart from their
-    schemas, a transaction's BEGIN and END marked as such (`Record.boundary`)."""
+def log_record(record: dict, log_format: str = "parquet") -> Any:
+    """`record` as the streamer hands it to the embedded log: for the Parquet log, payloads
+    apart from their schemas; for JSON lines, the texts whole. A transaction's BEGIN and
+    END are marked as such (`Record.boundary`)."""
     from cdc_core.events.envelope import Record
 
     (key, key_schema), (value, value_schema) = _apart(record["key"]), _apart(record["value"])
-    key_schema, value_schema = (
-        None if s is None else _SCHEMAS.setdefault(s, s) for s in (key_schema, value_schema)
-    )
     boundary = None
     if record["topic"].endswith(".transaction") and value is not None:
         boundary = json.loads(value).get("status")
+    if log_format == "json":
+        text = (None if t is None else t.encode() for t in (record["key"], record["value"]))
+        return Record(record["topic"], *text, boundary=boundary)
+    key_schema, value_schema = (
+        None if s is None else _SCHEMAS.setdefault(s, s) for s in (key_schema, value_schema)
+    )
     return Record(record["topic"], key, value, (), key_schema, value_schema, boundary)
 
 

@@ -1,5 +1,6 @@
-"""Cuts of the embedded log: where the writer vouches that no transaction is open, and
-which merge ranges may skip the count of every transaction's events."""
+"""Cuts of the embedded log: where the writer (of either format) vouches that no
+transaction is open, and which merge ranges may skip the count of every transaction's
+events."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from cdc_core.events.envelope import Record
 from cdc_core.sinks.log_cuts import FILE_NAME, CutTracker, read_cut
-from cdc_core.sinks.parquet_log import ParquetEventLog
 from spark_jobs.merge.log_range import MergeState, plan_range
+from tests.support.log_writers import WRITERS, killed
 
 DATA = Path(__file__).parent / "data"
 T, TXN = "p.db.t", "p.transaction"
@@ -24,12 +27,18 @@ def _boundary(status: str) -> Record:
     return Record(TXN, b'{"id":"x"}', b'{"status":"%s"}' % status.encode(), boundary=status)
 
 
-def _transaction(log: ParquetEventLog, first: int, size: int = 2) -> None:
+def _transaction(log, first: int, size: int = 2) -> None:
     log.append([_boundary("BEGIN"), *(_event(first + i) for i in range(size)), _boundary("END")])
 
 
-def test_a_cut_is_recorded_after_a_landing_with_no_transaction_open(tmp_path):
-    log = ParquetEventLog(tmp_path)
+@pytest.fixture(params=sorted(WRITERS))
+def writer(request):
+    """The log's writer, in each of its formats."""
+    return WRITERS[request.param]
+
+
+def test_a_cut_is_recorded_after_a_landing_with_no_transaction_open(tmp_path, writer):
+    log = writer(tmp_path)
     _transaction(log, 0)
     log.flush()
     cut = read_cut(tmp_path)
@@ -44,28 +53,27 @@ def test_a_cut_is_recorded_after_a_landing_with_no_transaction_open(tmp_path):
     assert later.chain == cut.chain and later.seq == 2 and later.offsets == {T: 4, TXN: 4}
 
 
-def test_no_cut_from_a_writer_whose_records_mark_no_boundaries(tmp_path):
-    log = ParquetEventLog(tmp_path)
+def test_no_cut_from_a_writer_whose_records_mark_no_boundaries(tmp_path, writer):
+    log = writer(tmp_path)
     log.append([Record(TXN, b"{}", b'{"status":"BEGIN"}'), _event(0)])  # unmarked: not the streamer's
     log.close()
     assert not (tmp_path / FILE_NAME).exists()
 
 
-def test_a_clean_stop_continues_the_chain_and_a_crash_inside_a_transaction_breaks_it(tmp_path):
-    log = ParquetEventLog(tmp_path)
+def test_a_clean_stop_continues_the_chain_and_a_crash_inside_a_transaction_breaks_it(tmp_path, writer):
+    log = writer(tmp_path)
     _transaction(log, 0)
     log.close()
     first = read_cut(tmp_path)
-    log = ParquetEventLog(tmp_path)  # the log ends at its cut: the same chain goes on
+    log = writer(tmp_path)  # the log ends at its cut: the same chain goes on
     _transaction(log, 2)
     log.flush()
     assert read_cut(tmp_path).chain == first.chain and read_cut(tmp_path).seq == 2
     log.append([_boundary("BEGIN"), _event(4)])
     log.flush()
-    log._landing.shutdown()  # killed here: the open transaction's first event is on disk
-    log._lock.release()
+    killed(log)  # here: the open transaction's first event is on disk
     crashed = read_cut(tmp_path)
-    log = ParquetEventLog(tmp_path)
+    log = writer(tmp_path)
     log.append([_event(5)])  # the rest of the transaction, resumed inside it: no BEGIN
     log.flush()
     assert read_cut(tmp_path) == crashed  # nothing vouched for until an END has gone by
@@ -75,8 +83,8 @@ def test_a_clean_stop_continues_the_chain_and_a_crash_inside_a_transaction_break
     assert after.chain != crashed.chain and not after.began_empty and after.seq == 1
 
 
-def test_an_end_without_its_begin_breaks_the_chain(tmp_path):
-    log = ParquetEventLog(tmp_path)
+def test_an_end_without_its_begin_breaks_the_chain(tmp_path, writer):
+    log = writer(tmp_path)
     _transaction(log, 0)
     log.flush()
     first = read_cut(tmp_path)

@@ -104,5 +104,5 @@ def snapshot_stage(
     if watermarks:
         stage.check_captured(initial)
     synthetic = (committed or {}).get("synthetic") if (committed or {}).get("in_txn") else None
-    stage.resume_releases((committed or {}).get("source"), synthetic)
+    stage.resume_releases((committed or {}).get("source"), synthetic, bool(config.get("read.only")))
     return stage

@@ -119,7 +119,9 @@ class ReadOnlyWindows:
         out.append(TransactionCommit(begin.restart, begin.ts_ms))
         return out
 
-    def resume_releases(self, committed: Mapping[str, Any] | None, synthetic: str | None) -> None:
+    def resume_releases(
+        self, committed: Mapping[str, Any] | None, synthetic: str | None, read_only: bool
+    ) -> None:
         """After a (re)start at the committed offset's log position `committed`.
 
         A read-only release is not in the log, so it happens again only if this stage
@@ -132,7 +134,9 @@ class ReadOnlyWindows:
         history: its range was released since, or is not the next one, or the log at the
         committed offset is already past the point it was decided for, where its rows
         (read back then) would take a later order key than changes made to them since.
-        It is deleted, and the range is read again."""
+        It is deleted, and the range is read again, as is a read-only chunk staged with
+        no decision (`read_only`: in the other mode a chunk whose watermarks are in the log
+        after the committed offset is released from its staged rows when they come again)."""
         if synthetic is not None:
             self._replay_first = synthetic
         if self.positions is None:
@@ -141,8 +145,9 @@ class ReadOnlyWindows:
             if window_id == synthetic:
                 continue
             decided = self.staging.read_release(window_id)
-            if decided is None:  # a chunk staged by a killed run: read again under a new window
-                self.staging.delete(window_id)
+            if decided is None:
+                if read_only:  # a chunk staged by a killed run: read again under a new window
+                    self.staging.delete(window_id)
                 continue
             if decided.marker is None:
                 continue

@@ -193,7 +193,7 @@ def read_only_stage(tmp_path, context=None, committed=None, synthetic=None):
     (None: the first start), inside the release `synthetic` if the offset was."""
     s = stage(tmp_path, context)
     s.positions = Positions()
-    s.resume_releases(committed, synthetic)
+    s.resume_releases(committed, synthetic, read_only=True)
     return s
 
 
@@ -309,3 +309,20 @@ def test_a_read_only_window_opens_between_transactions_at_the_position_passed_la
     between.submit_window(second)
     between.process([])
     assert between.window_open(second.id) and between.opened_at(second.id) == {"pos": 7}
+
+
+def test_a_restart_keeps_the_staged_chunk_of_a_window_whose_watermarks_are_in_the_log(tmp_path):
+    """With watermark rows (not read-only), a chunk staged before a kill is released from
+    its staged rows when the log gives its HW again, even where the connector has log
+    positions (GTIDs) for other uses."""
+    s = stage(tmp_path)
+    s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
+    context, window = s.context.to_json(), f"{s.context.active().id}.1"
+    s.process([open_window(s, None, None, window)])
+    s.staging.write(window, [(1, 10), (2, 20)])  # staged, its HW written; then killed
+
+    again = stage(tmp_path, SnapshotContext.from_json(context))
+    again.positions = Positions()
+    again.resume_releases({"pos": 9}, None, read_only=False)
+    out = again.process([open_window(again, None, None, window), close_window(window)])
+    assert released_rows(out) == [(1, 10), (2, 20)]

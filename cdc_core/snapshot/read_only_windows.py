@@ -126,17 +126,18 @@ class ReadOnlyWindows:
 
         A read-only release is not in the log, so it happens again only if this stage
         makes it again. The release an offset was committed inside of (`synthetic`) is
-        replayed first, as it was. A decided release is waited for again only when the
-        committed state has not released its range yet and the log has not passed its HW
-        position at the committed offset: then the log passes it at the same point and
-        the same rows go out with the same order key. Every other decision is of a run
-        killed before its release was committed, and can never be part of the delivered
-        history: its range was released since, or is not the next one, or the log at the
-        committed offset is already past the point it was decided for, where its rows
-        (read back then) would take a later order key than changes made to them since.
-        It is deleted, and the range is read again, as is a read-only chunk staged with
-        no decision (`read_only`: in the other mode a chunk whose watermarks are in the log
-        after the committed offset is released from its staged rows when they come again)."""
+        replayed first, as it was. Every decided release whose HW position the log at the
+        committed offset has not passed is waited for again: the log passes it at the same
+        point, and if its range is then the next to release (the releases before it came
+        again first, as they did), the same rows go out with the same order key, so what
+        was delivered before the kill is delivered again, not read anew. One whose range
+        is not the next then releases nothing (`_finish_window`). A decision the log at
+        the committed offset has passed is of a run killed before committing it, and can
+        never be part of the delivered history: made now, its rows (read back then) would
+        take a later order key than changes made to them since. It is deleted, and the
+        range is read again, as is a read-only chunk staged with no decision (`read_only`:
+        in the other mode a chunk whose watermarks are in the log after the committed
+        offset is released from its staged rows when they come again)."""
         if synthetic is not None:
             self._replay_first = synthetic
         if self.positions is None:
@@ -155,7 +156,7 @@ class ReadOnlyWindows:
             snapshot = self.context.find(window.snapshot_id)
             progress = snapshot.progress_of(str(window.table), window.partition) if snapshot else None
             passed = committed is not None and self.positions.passed(committed, decided.marker)
-            if progress is None or passed or not self._at_progress(window, progress):
+            if progress is None or progress.done or passed:
                 self.staging.delete(window_id)
                 continue
             self.tracker.open(window)

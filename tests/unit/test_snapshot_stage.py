@@ -14,6 +14,7 @@ from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.stage import SnapshotStage
 from cdc_core.snapshot.staging import LocalStaging
+from cdc_core.snapshot.windows import Window
 from cdc_core.source import RowChange, StateChange, TransactionBegin, TransactionCommit
 
 T = TableId("shop", "orders")
@@ -208,8 +209,6 @@ def commit(pos):
 def read_only_window(tmp_path, signal_id, rows, hi=None):
     """A first-started read-only stage running a snapshot, with one window (`(None, hi]`)
     opened, its chunk `rows` staged and its HW position 5 handed over."""
-    from cdc_core.snapshot.windows import Window
-
     s = read_only_stage(tmp_path)
     s.process([signal(signal_id, "execute-snapshot", {"data-collections": ["shop.orders"]})])
     snapshot_id = s.context.active().id
@@ -285,8 +284,6 @@ def test_a_read_only_window_opens_between_transactions_at_the_position_passed_la
     position (`opened_at`), so the window opens only where the log is between
     transactions: a transaction whose first rows had passed unrecorded has then been
     shown too, and every change after it is recorded."""
-    from cdc_core.snapshot.windows import Window
-
     s = read_only_stage(tmp_path)
     s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])
     snapshot_id = s.context.active().id
@@ -326,3 +323,24 @@ def test_a_restart_keeps_the_staged_chunk_of_a_window_whose_watermarks_are_in_th
     again.resume_releases({"pos": 9}, None, read_only=False)
     out = again.process([open_window(again, None, None, window), close_window(window)])
     assert released_rows(out) == [(1, 10), (2, 20)]
+
+
+def test_the_read_only_releases_a_killed_run_decided_come_again_in_their_order(tmp_path):
+    """A run released two ranges in turn and was killed before committing either. Its
+    successor, resumed before both HW positions, makes both releases again where the log
+    passes them, the second once the first moved the table's progress to it: the rows
+    delivered before the kill are delivered again, not read anew (which would release
+    each of them a second time)."""
+    s, first = read_only_window(tmp_path, "sig-1", [(1, 10)], hi=(5,))
+    unreleased = s.context.to_json()
+    assert released_rows(s.process([commit(6)])) == [(1, 10)]
+    second = Window(f"{first.snapshot_id}.2", first.snapshot_id, T, (5,), None, True, ("id",))
+    s.submit_window(second)
+    s.staging.write(second.id, [(7, 70)])
+    s.submit_high_watermark(second.id, "7", ("id", "v"))
+    assert released_rows(s.process([commit(8)])) == [(7, 70)]
+
+    again = read_only_stage(tmp_path, SnapshotContext.from_json(unreleased), {"pos": 3})
+    assert released_rows(again.process([commit(6)])) == [(1, 10)]
+    assert released_rows(again.process([commit(8)])) == [(7, 70)]
+    assert again.context.active() is None  # both ranges released: the snapshot is done

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -185,8 +187,6 @@ def binary_log(schemaless_records: str, out: Path) -> Path:
     """The same records in the embedded log's Parquet form, written by its own writer as
     the streamer hands it records (payloads with their schemas apart, 20,000 to a flush).
     Made once from the schemaless records (whose values are already payloads alone)."""
-    import pyarrow.parquet as pq
-
     from cdc_core.events.envelope import Record
     from cdc_core.sinks.parquet_log import ParquetEventLog
     from spark_jobs.merge.cutting import CUT, OPEN
@@ -200,21 +200,13 @@ def binary_log(schemaless_records: str, out: Path) -> Path:
     }
     keys = {topic: text.encode() for topic, text in key_schema_texts().items()}
     cut = {topic: len((OPEN + text + CUT).encode()) for topic, text in key_schema_texts().items()}
-    rows = []
-    for part in sorted(Path(schemaless_records).glob("*.parquet")):
-        table = pq.read_table(part, columns=["topic", "key", "value"])
-        rows += zip(*(table.column(c).to_pylist() for c in ("topic", "key", "value")), strict=True)
-    # Spark's reader does not keep the files' order: back to the streamer's, transaction by
-    # transaction (its BEGIN, its events, its END), which is what the log's cuts rely on.
-    rows.sort(key=_stream_position)
-    log = ParquetEventLog(out, fsync=False)
-    for start in range(0, len(rows), 20_000):
-        log.append(
-            Record(t, k.encode()[cut[t] : -1], v.encode(), (), keys[t], values[t], _boundary(t, v))
-            for t, k, v in rows[start : start + 20_000]
-        )
-        log.flush()
-    log.close()
+    _write_log(
+        ParquetEventLog(out, fsync=False),
+        _in_stream_order(schemaless_records, orjson.loads),
+        lambda t, k, v: Record(
+            t, k.encode()[cut[t] : -1], v.encode(), (), keys[t], values[t], _boundary(t, v)
+        ),
+    )
     (out / "_DONE_ORDERED").touch()
     return out
 
@@ -223,36 +215,47 @@ def json_lines_log(records: str, out: Path) -> Path:
     """The same records in the embedded log's JSON-lines form, as the streamer writes them
     there (values with their Connect schemas), by the log's own writer in the streamer's
     order, 20,000 to a flush, so the writer records its cuts as it does in the streamer."""
-    import pyarrow.parquet as pq
-
     from cdc_core.events.envelope import Record
     from cdc_core.sinks.local_log import LocalEventLog
 
     if (out / "_DONE").exists():
         return out
     shutil.rmtree(out, ignore_errors=True)
-    rows = []
-    for part in sorted(Path(records).glob("*.parquet")):
-        table = pq.read_table(part, columns=["topic", "key", "value"])
-        rows += zip(*(table.column(c).to_pylist() for c in ("topic", "key", "value")), strict=True)
-    rows.sort(key=lambda row: _stream_position(row, orjson.loads(row[2])["payload"]))
-    log = LocalEventLog(out, fsync=False)
-    for start in range(0, len(rows), 20_000):
-        log.append(
-            Record(t, k.encode(), v.encode(), boundary=_boundary(t, v))
-            for t, k, v in rows[start : start + 20_000]
-        )
-        log.flush()
-    log.close()
+    _write_log(
+        LocalEventLog(out, fsync=False),
+        _in_stream_order(records, lambda value: orjson.loads(value)["payload"]),
+        lambda t, k, v: Record(t, k.encode(), v.encode(), boundary=_boundary(t, v)),
+    )
     (out / "_DONE").touch()
     return out
 
 
-def _stream_position(row: tuple[str, str, str], value: dict | None = None) -> tuple[int, int]:
-    """(transaction rank, place in it) of a record (`value`: its payload, when the record
-    carries its schema too): BEGIN first, END last."""
-    topic, _, payload = row
-    value = orjson.loads(payload) if value is None else value
+def _write_log(log: Any, rows: list[tuple[str, str, str]], record: Callable[[str, str, str], Any]) -> None:
+    """`rows` appended to an embedded log's writer as the streamer hands them over, 20,000
+    to a flush (where the writer records its cuts), then the writer closed."""
+    for start in range(0, len(rows), 20_000):
+        log.append(record(*row) for row in rows[start : start + 20_000])
+        log.flush()
+    log.close()
+
+
+def _in_stream_order(records: str, payload: Callable[[str], dict]) -> list[tuple[str, str, str]]:
+    """(topic, key, value) of every record in a Parquet folder, in the streamer's order.
+    Spark's reader does not keep the files' order: back to the streamer's, transaction by
+    transaction (its BEGIN, its events, its END), which is what the log's cuts rely on.
+    `payload`: a value's payload (parsed)."""
+    import pyarrow.parquet as pq
+
+    rows: list[tuple[str, str, str]] = []
+    for part in sorted(Path(records).glob("*.parquet")):
+        table = pq.read_table(part, columns=["topic", "key", "value"])
+        rows += zip(*(table.column(c).to_pylist() for c in ("topic", "key", "value")), strict=True)
+    rows.sort(key=lambda row: _stream_position(row[0], payload(row[2])))
+    return rows
+
+
+def _stream_position(topic: str, value: dict) -> tuple[int, int]:
+    """(transaction rank, place in it) of a record, from its payload: BEGIN first, END last."""
     if topic == f"{PREFIX}.transaction":
         rank = int(value["id"].rsplit("-", 1)[1])
         return rank, 0 if value["status"] == "BEGIN" else 1 << 30

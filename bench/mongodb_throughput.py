@@ -11,7 +11,7 @@ Snapshot: DOCS documents (default 5,000,000) in another collection, read by
       parallelism, JVM start included), from the signal to the streamer's last release.
 Figures side by side, (b) as a ratio of (a) and (d) of (c), with peak RSS.
 
-    python -m bench mongodb [--changes N] [--docs N] [--parallelism P]
+    python -m bench mongodb [--changes N] [--docs N] [--parallelism P] [--log-format parquet|json]
 
 The test server keeps its data and change history in its JVM's memory (`--heap`, 12 GiB by
 default). On this 24 GiB machine 5,000,000 of these documents filled a 12 GiB heap and
@@ -102,13 +102,14 @@ def bare(*args: Any) -> dict[str, float]:
     return {"count": int(n), "seconds": float(seconds), "rss_mb": float(rss)}
 
 
-def stream_part(server: Any, work: Path, changes: int) -> dict[str, dict[str, float]]:
+def stream_part(server: Any, work: Path, changes: int, log_format: str) -> dict[str, dict[str, float]]:
     from tests.support.streamer import connector_file
 
     c = connector_file(work / "stream", DB, {
         "connector.class": "mongodb", "mongodb.connection.string": server.uri, "database.user": None,
         "capture.scope": "collection", "capture.target": f"{DB}.t",
         "capture.mode": "change_streams_update_full", "offset.flush.interval.ms": 500,
+        "sink.local.format": log_format,
     }, prefix="benchmg")  # fmt: skip
     log = work / "streamer.log"
     proc = streamer(c.path, log)
@@ -209,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changes", type=int, default=1_000_000)
     parser.add_argument("--docs", type=int, default=5_000_000)
     parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument(
+        "--log-format", choices=("parquet", "json"), default="parquet", help="the streamer's embedded log"
+    )
     parser.add_argument("--heap", default="12g", help="the test server's JVM heap (it holds every document)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TIDEMARK_DB_USER", "tidemark")
@@ -231,10 +235,15 @@ def main(argv: list[str] | None = None) -> int:
         server.start()
         try:
             if part == "stream":
-                results.update(stream_part(server, work, args.changes))
+                results.update(stream_part(server, work, args.changes, args.log_format))
                 print(header)
                 line("bare pymongo change stream loop (floor)", "floor", "floor", "events/s")
-                line("tidemark stream (mongodb) -> local log", "streamer", "floor", "events/s")
+                line(
+                    f"tidemark stream (mongodb) -> local log ({args.log_format})",
+                    "streamer",
+                    "floor",
+                    "events/s",
+                )
             else:
                 results.update(snapshot_part(server, work, args.docs, args.parallelism))
                 print(header)

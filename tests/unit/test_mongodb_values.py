@@ -10,7 +10,7 @@ import uuid
 import pytest
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
-from cdc_core.connectors.mongodb.ext_json import relaxed, strict
+from cdc_core.connectors.mongodb.ext_json import millis_of, relaxed, strict
 from cdc_core.connectors.mongodb.filters import after, bracket_of, chunk_filter, render, up_to
 from cdc_core.errors import TidemarkError
 from cdc_core.signals.conditions import ANY_FIELD, parse_condition
@@ -25,6 +25,24 @@ def test_javascript_code_keeps_its_type_and_scope():
         '{"f": {"$code": "function(){}"},"g": {"$code": "x","$scope": {"y": {"$numberLong": "1"}}}}'
     )
     assert strict({"nan": float("nan"), "inf": float("-inf")}) == '{"nan": NaN,"inf": -Infinity}'
+
+
+@pytest.mark.parametrize(
+    "moment, millis",
+    [
+        (dt.datetime(2026, 7, 3, 11, 35, 53, 473000), 1783078553473),  # naive: UTC, as pymongo decodes
+        (
+            dt.datetime(2026, 7, 3, 16, 35, 53, 473000, tzinfo=dt.timezone(dt.timedelta(hours=5))),
+            1783078553473,
+        ),
+        (dt.datetime(1969, 12, 31, 23, 59, 59, 999000), -1),
+        (dt.datetime(1, 1, 1, tzinfo=dt.UTC), -62135596800000),
+        (dt.datetime(9999, 12, 31, 23, 59, 59, 999000), 253402300799999),
+    ],
+)
+def test_a_date_is_its_milliseconds_since_the_epoch_in_utc(moment, millis):
+    assert millis_of(moment) == millis
+    assert strict({"d": moment}) == f'{{"d": {{"$date": {millis}}}}}'
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ class Split:
     def positions(self) -> tuple[list[int] | None, dict[str, tuple[list[int], list[int]]]]:
         """(the order key (epoch, rank) up to which every transaction in hand is merged,
         or None; per table, the lowest and highest order keys merged now). Small: one row
-        per table, from the cached per-transaction-and-table frame."""
+        per table, from one aggregation of the records merged now."""
         if self.merged is not None:
             return self.upto, self.merged
         assert self.per_table is not None
@@ -81,10 +81,11 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     event's `total_order` (1..N across the transaction's tables, release records
     included; N is the sum of the END's per-table counts) sets its bit, so an event
     delivered twice counts once, whatever the transaction's size. One aggregation by
-    transaction, table and block of numbers, partly done before the shuffle, is the only
-    pass over the batch: whether each transaction is complete, the order keys each table
-    merges and the batch's figures all come from its small result. Only the incomplete
-    transactions — usually none or the last few — are joined back to the records."""
+    transaction and block of numbers, partly done before the shuffle, tells whether each
+    transaction is complete and gives the batch's figures from its small result; a
+    second, by table over the records that merge now, the order keys each table merges.
+    Only the incomplete transactions — usually none or the last few — are joined back to
+    the records."""
     is_txn = F.col("topic") == f"{prefix}.transaction"
     table = _table(prefix)
     is_event = ~is_txn & F.col("p_total_order").isNotNull()
@@ -106,13 +107,12 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     none = F.lit(0).cast("long")
     count = F.coalesce(F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none)
     key = _order_key()
-    by_table = (
+    # Fixed-width aggregates only, so Spark aggregates by hash (an order key's array would
+    # make it sort the batch); which order keys each table merges is a second, small
+    # aggregation over the records that pass.
+    by_block = (
         tagged.where(is_event | is_end)
-        .groupBy(
-            "_txn",
-            F.when(is_event, table).alias("_table"),
-            F.when(numbered, F.floor((F.col("p_total_order") - 1) / BLOCK)).alias("_block"),
-        )
+        .groupBy("_txn", F.when(numbered, F.floor((F.col("p_total_order") - 1) / BLOCK)).alias("_block"))
         .agg(
             F.bit_or(F.when(numbered, bit)).alias("_seen"),
             F.max(F.when(is_end, count)).alias("_count"),
@@ -121,30 +121,25 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
             F.min("p_epoch").alias("_epoch"),
             F.min("p_rank").alias("_rank"),
             F.max(is_event).alias("_events"),
-            F.min(F.when(is_event, key)).alias("first"),
-            F.max(F.when(is_event, key)).alias("last"),
         )
-        .persist()
     )
-    per_txn = _per_transaction(by_table).persist()
+    per_txn = _per_transaction(by_block).persist()
     figures = _figures(per_txn)
     if not figures.incomplete:  # the usual case: no join, every record passes but BEGIN/END
         flagged = tagged.withColumn("_held", F.lit(None).cast("boolean"))
-        merged_tables = by_table
     else:
         incomplete = per_txn.where(~F.col("_complete")).select("_txn", F.lit(True).alias("_held"))
         flagged = tagged.join(F.broadcast(incomplete), "_txn", "left")
-        merged_tables = by_table.join(incomplete, "_txn", "left_anti")
     passes = F.col("_held").isNull() & F.col("_status").isNull()
     now = flagged.where(passes).drop("_txn", "_status", "_held")
     held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")
     per_table = (
-        merged_tables.where(F.col("_table").isNotNull() & F.col("_events"))
-        .groupBy("_table")
-        .agg(F.min("first").alias("first"), F.max("last").alias("last"))
+        flagged.where(passes & is_event)
+        .groupBy(table.alias("_table"))
+        .agg(F.min(key).alias("first"), F.max(key).alias("last"))
     )
     upto = figures.upto(per_txn)
-    return Split(now, held, per_table, upto, (by_table, per_txn), not figures.incomplete)
+    return Split(now, held, per_table, upto, (per_txn,), not figures.incomplete)
 
 
 def split_whole(
@@ -174,11 +169,10 @@ def split_whole(
     return Split(now, held, per_table, list(upto) if upto is not None else None, (per_table,), True)
 
 
-def _per_transaction(by_table: DataFrame) -> DataFrame:
-    """Per transaction: `_txn, _complete, _key` (its order key) and `_events`. A block's
-    numbers beyond the END's count do not count: the low bits up to it, by a shift (a
-    shift by 64 would be one by 0)."""
-    blocks = by_table.groupBy("_txn", "_block").agg(F.bit_or("_seen").alias("_seen"), *_carried())
+def _per_transaction(blocks: DataFrame) -> DataFrame:
+    """Per transaction: `_txn, _complete, _key` (its order key) and `_events`, from its
+    rows per block of numbers. A block's numbers beyond the END's count do not count: the
+    low bits up to it, by a shift (a shift by 64 would be one by 0)."""
     total = F.max("_count").over(Window.partitionBy("_txn"))
     numbers = F.least(F.greatest(total - F.col("_block") * BLOCK, F.lit(0)), F.lit(BLOCK))
     valid = F.when(F.col("_numbers") == 0, F.lit(0).cast("long")).otherwise(

@@ -72,7 +72,6 @@ def base_table(spark, path: str, rows: int) -> None:
     frame = frame.withColumn("seen", F.timestamp_millis(F.col("seen")).cast("timestamp_ntz"))
     create_table(spark, path, frame.limit(0))
     frame.write.format("delta").mode("append").save(path)
-    keyed(spark, path)
 
 
 def keyed(spark, path: str) -> None:
@@ -303,7 +302,7 @@ def prepared(spark, work: Path, size: int, count: int, txn_size: int) -> tuple[s
     )
     if not Path(base, "_delta_log").is_dir():
         base_table(spark, base, size)
-    keyed(spark, base)  # a base prepared before the key was kept with it
+    keyed(spark, base)  # also a base prepared before the key was kept with it
     if not Path(records, "_SUCCESS").exists():
         events(spark, records, count, size, txn_size)
     if not Path(deduped, "_SUCCESS").exists():

@@ -134,7 +134,7 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     now = flagged.where(passes).drop("_txn", "_status", "_held")
     held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")
     per_table = (
-        flagged.where(passes & is_event)
+        now.where(is_event)
         .groupBy(table.alias("_table"))
         .agg(F.min(key).alias("first"), F.max(key).alias("last"))
     )

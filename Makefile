@@ -6,7 +6,7 @@ PY := .venv/bin/python
 SERVICES := $(PY) -m scripts.services
 PYTEST_ARGS ?=
 
-.PHONY: help install system python jars stubs up down status test test-unit demo bench lint fmt lock clean distclean
+.PHONY: help install system python jars stubs transcoder up down status test test-unit demo bench lint fmt lock clean distclean
 
 help:
 	@echo "make demo        run the main job through Airflow, from MariaDB to Delta"
@@ -18,7 +18,7 @@ help:
 	@echo "make lint        ruff"
 	@echo "make lock        re-resolve requirements.in into requirements.lock"
 
-install: system python jars stubs
+install: system python jars stubs transcoder
 
 system:
 	@scripts/install_system.sh
@@ -32,6 +32,10 @@ jars: system
 # Python gRPC stubs of Vitess's VStream API, generated from the protos of the Vitess jar.
 stubs: python jars
 	@scripts/vitess_stubs.sh
+
+# The MongoDB connector's compiled renderer of change events (Rust, built with cargo).
+transcoder: python
+	@scripts/build_transcoder.sh
 
 up: install
 	@$(SERVICES) up $(SERVICES_UP)

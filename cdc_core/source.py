@@ -135,6 +135,25 @@ class SnapshotRelease:
     ts_ms: int
 
 
+@dataclass(slots=True)
+class RenderedChanges:
+    """Changes of one table, each outside any transaction, whose records the source
+    rendered itself (compiled code): `rows` are `(op, key, payload)` with the key and the
+    value's payload as JSON bytes, exactly what the table's shaper and the dispatcher
+    would have written for the same `TransactionBegin(standalone=True)`, `RowChange`,
+    `TransactionCommit` items, processing time aside. `position` is where the log stands
+    after the last; `ts_ms` the last one's source time.
+
+    Wherever a change must be looked at one by one (an open snapshot window on the table,
+    a restart inside a transaction), `expand()` gives those items instead."""
+
+    table: TableSchema
+    rows: list[tuple[str, bytes, bytes]]
+    position: dict[str, Any]
+    ts_ms: int
+    expand: Callable[[], list[Any]]
+
+
 LogItem = (
     TransactionBegin
     | RowChange
@@ -143,6 +162,7 @@ LogItem = (
     | PositionAdvance
     | StateChange
     | SnapshotRelease
+    | RenderedChanges
 )
 
 

@@ -42,6 +42,7 @@ from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.source import (
     LogItem,
     PositionAdvance,
+    RenderedChanges,
     RowChange,
     SchemaChange,
     Shaper,
@@ -175,6 +176,8 @@ class Dispatcher:
         for item in items:
             if isinstance(item, RowChange):
                 self._row(item, out)
+            elif isinstance(item, RenderedChanges):
+                self._rendered(item, out)
             elif isinstance(item, TransactionBegin):
                 self._begin(item, out)
             elif isinstance(item, TransactionCommit):
@@ -259,6 +262,29 @@ class Dispatcher:
         self.stats.events += len(events)
         self.stats.per_table[str(schema.id)] += len(events)
         self._emit(self._with_begin(records), self._row_offset(), out)
+
+    def _rendered(self, item: RenderedChanges, out: list[tuple[Record, int]]) -> None:
+        """Changes the source rendered itself, each a transaction of its own: their records
+        under one offset, the log's position after the last. Inside a transaction (a
+        restart suppressing what was delivered) they are taken one by one."""
+        if self._txn is not None or self._suppress_rows >= 0 or self._interrupted is not None:
+            out.extend(self.process(item.expand()))
+            return
+        schema = item.table
+        self.stats.last_source_ts_ms = item.ts_ms
+        self.stats.last_position = item.position
+        offset = make_offset(item.position, False, 0, self.schema_seq, self.snapshot_state)
+        rows = item.rows
+        if self.skipped_ops:
+            rows = [row for row in rows if row[0] not in self.skipped_ops]
+        if not rows or not self.tables.captures(schema.id):
+            self.tracker.add(offset, 0)
+            return
+        entry = self._shaper(schema)
+        records = self.records.rendered(entry.key_schema, entry.value_schema, entry.shaper.topic, rows)
+        self.stats.events += len(rows)
+        self.stats.per_table[str(schema.id)] += len(rows)
+        self._emit(records, offset, out)
 
     def _snapshot_release(self, item: SnapshotRelease, out: list[tuple[Record, int]]) -> None:
         """The lakehouse fast path's release record, on `<prefix>.snapshot_releases`: the

@@ -24,6 +24,7 @@ from cdc_core.events.envelope import (
     ChangeEvent,
     EventSerializer,
     Record,
+    with_schema,
 )
 from cdc_core.pipeline.schema_references import SchemaReferences, references_enabled
 from cdc_core.sinks.base import schemas_apart
@@ -103,6 +104,27 @@ class RecordWriter:
         records.append(Record(event.topic, key, value, named, *schemas))
         if event.op == OP_DELETE and self.tombstones and key is not None:
             records.append(Record(event.topic, key, None, self.context_headers, *schemas))
+        return records
+
+    def rendered(
+        self, key_schema: bytes | None, value_schema: bytes, topic: str, rows: list[tuple[str, bytes, bytes]]
+    ) -> list[Record]:
+        """The records of changes a source rendered itself (`RenderedChanges`): as
+        `changes` writes a one-event change, from the key and payload already in JSON."""
+        schemas = (key_schema, value_schema) if self.apart else (None, None)
+        named, announced = self.references.refer(topic, value_schema, self.context_headers)
+        records: list[Record] = [] if announced is None else [announced]
+        keyed = self.key_serializer.schemas_enable and key_schema is not None
+        valued = self.value_serializer.schemas_enable
+        tombstones, context = self.tombstones, self.context_headers
+        for op, key, payload in rows:
+            if keyed:
+                key = with_schema(key_schema, key)  # type: ignore[arg-type]
+            records.append(
+                Record(topic, key, with_schema(value_schema, payload) if valued else payload, named, *schemas)
+            )
+            if op == OP_DELETE and tombstones:
+                records.append(Record(topic, key, None, context, *schemas))
         return records
 
     def _header_key(self, key_schema: bytes | None, key: dict[str, Any] | None, written: bytes) -> bytes:

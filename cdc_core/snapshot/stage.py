@@ -56,6 +56,7 @@ from cdc_core.snapshot.windows import Window, WindowTracker
 from cdc_core.source import (
     LogItem,
     PositionAdvance,
+    RenderedChanges,
     RowChange,
     SchemaChange,
     StateChange,
@@ -167,21 +168,26 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
                 kind = type(item)
                 if kind is SchemaChange:
                     self._schema_change(item)  # any state change it causes goes out with the next batch
-                elif kind is TransactionCommit or kind is PositionAdvance:
+                elif kind is TransactionCommit or kind is PositionAdvance or kind is RenderedChanges:
                     self.last_position = item.position
                     self._in_txn = False
                 elif kind is TransactionBegin:
                     self._in_txn = True
             return out + items if out else items
-        observed = self.tracker.observed_tables()
-        for index, item in enumerate(items):
+        observed = self.tracker.observed_tables()  # a live view: windows open as signals pass
+        queue = deque(items)
+        while queue:
+            item = queue.popleft()
+            if type(item) is RenderedChanges and self._one_by_one(item, observed):
+                queue.extendleft(reversed(item.expand()))
+                continue
             if type(item) is RowChange:
                 table_id = item.table.id
                 if table_id == self.signal_table:
                     out.extend(self._signal_row(item))
                     self._flush_state(out)
                     if self._blocking is not None:  # streaming pauses here until the tables are read
-                        self._blocking.deferred = items[index + 1 :]
+                        self._blocking.deferred = list(queue)
                         out.extend(self.drain())
                         return out
                     continue
@@ -194,6 +200,9 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
                 continue
             elif type(item) is TransactionBegin:
                 self._in_txn = True
+            elif type(item) is RenderedChanges:
+                self.last_position = item.position
+                self._in_txn = False
             elif type(item) is TransactionCommit or type(item) is PositionAdvance:
                 self.last_position = item.position
                 self._in_txn = False
@@ -206,6 +215,13 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
                     continue
             out.append(item)
         return out
+
+    def _one_by_one(self, item: RenderedChanges, observed: Any) -> bool:
+        """Whether changes a source rendered itself must be looked at one by one: their
+        table has an open window (their keys leave it), is the signal table, or windows
+        wait for a transaction boundary or a position."""
+        table = item.table.id
+        return bool(self._to_open or self._awaiting_hw) or table in observed or table == self.signal_table
 
     # ------------------------------------------------------------------ read-only windows
 

@@ -89,6 +89,15 @@ PROPERTIES: list[Property] = [
         minimum=1,
         description="The pause between polls of an idle change stream (for servers whose getMore does not wait).",
     ),
+    Property(
+        "mongodb.rendering",
+        "enum",
+        default="compiled",
+        choices=("compiled", "python"),
+        description="How change events become records: `compiled`, from the stream's raw BSON by the "
+        "transcoder `make install` builds (changes outside transactions; the rest as `python`), or `python`, "
+        "each event decoded by pymongo and shaped in Python. Both write the same bytes.",
+    ),
 ]
 
 

@@ -75,7 +75,12 @@ class EventAssembler:
     event document into items."""
 
     def __init__(
-        self, name: str, position: dict[str, Any] | None, signal: TableId | None, signal_schema: TableSchema
+        self,
+        name: str,
+        position: dict[str, Any] | None,
+        signal: TableId | None,
+        signal_schema: TableSchema,
+        schemas: dict[TableId, TableSchema] | None = None,
     ) -> None:
         self.name = name
         self.position = dict(position or {})
@@ -83,12 +88,29 @@ class EventAssembler:
         self._txn: str | None = None  # id of the open multi-document transaction
         self._restart: dict[str, Any] = dict(self.position)
         self._last_rank = cluster_rank(int(self.position.get("sec", 0)), int(self.position.get("ord", 0)))
-        self._schemas: dict[TableId, TableSchema] = {}
+        self._schemas: dict[TableId, TableSchema] = {} if schemas is None else schemas
         self.schema_seq = 0
 
     @property
     def epoch(self) -> int:
         return int(self.position.get("epoch", 0))
+
+    @property
+    def last_rank(self) -> int:
+        return self._last_rank
+
+    @property
+    def known_schemas(self) -> dict[TableId, TableSchema]:
+        return self._schemas
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._txn is not None
+
+    def moved_to(self, position: dict[str, Any]) -> None:
+        """Past events rendered elsewhere (`rendering.py`), each outside any transaction."""
+        self.position = position
+        self._last_rank = cluster_rank(int(position["sec"]), int(position["ord"]))
 
     def schema(self, table: TableId) -> TableSchema:
         found = self._schemas.get(table)

@@ -20,8 +20,9 @@ from cdc_core.snapshot.chunks import ChunkPlan, Key
 MAX_SIGNAL_DATA = 2048
 
 
-def client_for(config: ConnectorConfig, timeout_ms: int = 10_000) -> Any:
-    """A pymongo client for the connector (the password from its secret, never the URI)."""
+def client_for(config: ConnectorConfig, timeout_ms: int = 10_000, raw: bool = False) -> Any:
+    """A pymongo client for the connector (the password from its secret, never the URI);
+    `raw`: its documents left as BSON (`RawBSONDocument`)."""
     import pymongo
 
     secret = config.secret("database.password")
@@ -30,6 +31,10 @@ def client_for(config: ConnectorConfig, timeout_ms: int = 10_000) -> Any:
         auth["username"] = config.get("database.user")
     if secret is not None and secret.reveal():
         auth["password"] = secret.reveal()
+    if raw:
+        from bson.raw_bson import RawBSONDocument
+
+        auth["document_class"] = RawBSONDocument
     return pymongo.MongoClient(
         config.get("mongodb.connection.string"), serverSelectionTimeoutMS=timeout_ms, tz_aware=True, **auth
     )

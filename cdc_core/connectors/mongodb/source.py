@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.connectors.mongodb import events
+from cdc_core.connectors.mongodb import events, rendering
 from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.rendering import Renderer
 from cdc_core.connectors.mongodb.session import MongoSession, client_for, hosts_of, list_collections, ping
 from cdc_core.connectors.mongodb.shape import DocumentShaper, MongoTypeMapper, collection_schema
 from cdc_core.errors import PositionLostError, SourceUnavailableError, TidemarkError
@@ -57,7 +58,9 @@ class MongoSource:
             ("id",),
         )
         self.client: Any = None
+        self.stream_client: Any = None  # the change stream's: raw BSON when rendering compiled
         self.assembler: EventAssembler | None = None
+        self.renderer: Renderer | None = None
         self._tables: dict[TableId, TableSchema] = {}
         self._stop = threading.Event()
         self._resume_after: Any = None
@@ -99,6 +102,17 @@ class MongoSource:
             self._start_at = self._cluster_time_now()
             position = {"sec": self._start_at.time, "ord": self._start_at.inc, "epoch": 0}
         self.assembler = EventAssembler(self.name, position, self.signal, self.signal_schema)
+        if self.config.get("mongodb.rendering") == "compiled":
+            if not rendering.available():
+                raise TidemarkError(
+                    "mongodb.rendering is compiled but the MongoDB transcoder is not built: run `make install` "
+                    "(it builds cdc_core/connectors/mongodb/transcoder with cargo), or set mongodb.rendering: python"
+                )
+            blocks = bool(self.config.get("provide.transaction.metadata"))
+            self.renderer = rendering.Renderer(self.assembler, self.client.codec_options, blocks)
+            self.stream_client = client_for(self.config, raw=True)
+        else:
+            self.stream_client = self.client
 
     def _cluster_time_now(self) -> Any:
         """Where a first start begins: just after the deployment's operation time (a
@@ -127,12 +141,13 @@ class MongoSource:
             options["full_document"] = "required" if post_image else "updateLookup"
         if "pre_image" in self.mode:
             options["full_document_before_change"] = "whenAvailable"
+        client = self.stream_client
         if self.scope == "collection":
             database, _, collection = self.target.partition(".")
-            return self.client[database][collection].watch(**options)
+            return client[database][collection].watch(**options)
         if self.scope == "database":
-            return self.client[self.target].watch(**options)
-        return self.client.watch(**options)
+            return client[self.target].watch(**options)
+        return client.watch(**options)
 
     def _watched(self) -> TableId | None:
         if self.scope == "collection":
@@ -154,18 +169,22 @@ class MongoSource:
                 # on from here rather than from its own "now".
                 yield [PositionAdvance(dict(self.assembler.position), int(time.time() * 1000))]
             while not self._stop.is_set():
-                batch: list[LogItem] = []
+                events: list[Any] = []
+                idle = False
                 deadline = time.monotonic() + 0.5
-                while len(batch) < self.batch_size and time.monotonic() < deadline:
+                while len(events) < self.batch_size and time.monotonic() < deadline:
                     event = stream.try_next()
                     if event is None:
-                        batch += self.assembler.close()  # idle: a transaction shown is whole
-                        if not stream.alive:  # invalidated (a watched collection dropped): go on after it
-                            token = stream.resume_token
-                            stream.close()
-                            stream = self._watch({"start_after": token})
+                        idle = True
                         break
-                    batch += self.assembler.feed(event, watched)
+                    events.append(event)
+                batch = self._items(events, watched)
+                if idle:
+                    batch += self.assembler.close()  # idle: a transaction shown is whole
+                    if not stream.alive:  # invalidated (a watched collection dropped): go on after it
+                        token = stream.resume_token
+                        stream.close()
+                        stream = self._watch({"start_after": token})
                 yield batch
                 if not batch:
                     self._stop.wait(self.poll)
@@ -180,6 +199,15 @@ class MongoSource:
         except pymongo.errors.PyMongoError as exc:
             raise SourceUnavailableError(f"the change stream broke: {exc}") from None
 
+    def _items(self, events: list[Any], watched: TableId | None) -> list[LogItem]:
+        assert self.assembler is not None
+        if self.renderer is not None:
+            return self.renderer.items([event.raw for event in events], watched)
+        items: list[LogItem] = []
+        for event in events:
+            items += self.assembler.feed(event, watched)
+        return items
+
     def stop(self) -> None:
         self._stop.set()
 
@@ -188,6 +216,9 @@ class MongoSource:
 
     def close(self) -> None:
         self.stop()
+        if self.stream_client is not None and self.stream_client is not self.client:
+            self.stream_client.close()
+        self.stream_client = None
         if self.client is not None:
             self.client.close()
             self.client = None

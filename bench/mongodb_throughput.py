@@ -12,6 +12,7 @@ Snapshot: DOCS documents (default 5,000,000) in another collection, read by
 Figures side by side, (b) as a ratio of (a) and (d) of (c), with peak RSS.
 
     python -m bench mongodb [--changes N] [--docs N] [--parallelism P] [--log-format parquet|json]
+                            [--parts stream,snapshot]
 
 The test server keeps its data and change history in its JVM's memory (`--heap`, 12 GiB by
 default). On this 24 GiB machine 5,000,000 of these documents filled a 12 GiB heap and
@@ -214,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         "--log-format", choices=("parquet", "json"), default="parquet", help="the streamer's embedded log"
     )
     parser.add_argument("--heap", default="12g", help="the test server's JVM heap (it holds every document)")
+    parser.add_argument(
+        "--parts", default="stream,snapshot", help="which parts to run: stream, snapshot or both"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("TIDEMARK_DB_USER", "tidemark")
     work = Path(tempfile.mkdtemp(prefix="tidemark-bench-mongodb-"))
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     header = f"\n{'reader':52s} {'rate':>10s} {'':9s} {'seconds':>8s} {'peak RSS':>10s} {'vs floor':>8s}"
-    for part in ("stream", "snapshot"):
+    for part in [p for p in ("stream", "snapshot") if p in args.parts.split(",")]:
         # one server per part, each starting with an empty memory; each part's figures are
         # printed as soon as it ends
         server = MongoTestServer(work, heap=args.heap)

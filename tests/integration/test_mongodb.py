@@ -287,3 +287,33 @@ def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mon
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_changes_taken_a_batch_at_a_time_move_the_resume_token_as_try_next_does(db, mongodb):
+    """`take_batch` leaves pymongo's resume token (what its own resume after a network
+    error uses) where reading the same changes one by one leaves it."""
+    from bson.raw_bson import RawBSONDocument
+
+    from cdc_core.connectors.mongodb.source import take_batch
+
+    raw = mongodb.client(document_class=RawBSONDocument)
+    start = db.client.admin.command("ping").get("operationTime")
+    try:
+        db["t"].insert_many([{"_id": i} for i in range(10)])
+        opened = {"start_at_operation_time": start, "max_await_time_ms": 200, "batch_size": 10}
+        one_by_one = raw[db.name]["t"].watch(**opened)
+        tokens = []
+        for _ in range(10):
+            event = one_by_one.try_next()
+            assert event is not None
+            tokens.append(one_by_one.resume_token)
+        in_batches = raw[db.name]["t"].watch(**opened)
+        first = take_batch(in_batches, 4)
+        assert [e["documentKey"]["_id"] for e in first] == [0, 1, 2, 3]
+        assert in_batches.resume_token == tokens[3]
+        rest = take_batch(in_batches, 100)
+        assert [e["documentKey"]["_id"] for e in rest] == list(range(4, 10))
+        assert in_batches.resume_token == one_by_one.resume_token == tokens[9]
+        assert all(isinstance(e, RawBSONDocument) for e in first + rest)
+    finally:
+        raw.close()

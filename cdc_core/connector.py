@@ -80,6 +80,16 @@ class SourceSession(ChunkSource, Protocol):
         ...
 
 
+class EventFormChunks(Protocol):
+    """What a session may offer the Spark chunk job's Python reader besides `read_chunk`:
+    a window's rows already in event form, column by column, each value what the table's
+    type mapping (`TypeMapper.map_column(...).convert`) makes of the value read. A source
+    that renders them without building Python values per row (MongoDB's transcoder) saves
+    the reader most of its time. None: not available here; the reader uses `read_chunk`."""
+
+    def read_chunk_events(self, plan: Any, lo: Any, hi: Any) -> Mapping[str, list[Any]] | None: ...
+
+
 class SparkWindowReader(Protocol):
     """The Spark chunk job's JVM path: a batch of windows read with one Spark read, one
     partition per window, in the order given."""

@@ -37,6 +37,7 @@ import re
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import groupby, pairwise
 from typing import Any
@@ -188,17 +189,35 @@ def run_windows(
             partition = w.get("partition")
             plan = ChunkPlan(schema, tuple(w["key"]), condition, partition)
             window_id = open_window(source, signal_id, w)
-            rows = [
-                form.shape(row) for row in source.read_chunk(plan, decode_key(w["lo"]), decode_key(w["hi"]))
-            ]
+            lo, hi = decode_key(w["lo"]), decode_key(w["hi"])
             folder = table_staging(staging, signal_id, table, partition)
             uri = f"{folder}/{w['index']:06d}-{window_id}.parquet"
-            staged_types.write_window(uri, form, rows, lakehouse)
-            close_window(source, signal_id, window_id, form, len(rows), uri, partition)
-            results.append({"table": w["table"], "index": w["index"], "rows": len(rows), "staged": uri})
+            in_event_form = read_events(source, form, plan, lo, hi) if lakehouse else None
+            if in_event_form is not None:
+                count = staged_types.write_window_events(uri, form, in_event_form)
+            else:
+                rows = [form.shape(row) for row in source.read_chunk(plan, lo, hi)]
+                staged_types.write_window(uri, form, rows, lakehouse)
+                count = len(rows)
+            close_window(source, signal_id, window_id, form, count, uri, partition)
+            results.append({"table": w["table"], "index": w["index"], "rows": count, "staged": uri})
     finally:
         source.close()
     return results
+
+
+def read_events(
+    source: SourceSession, form: StagedForm, plan: ChunkPlan, lo: Any, hi: Any
+) -> Mapping[str, list[Any]] | None:
+    """A window in event form from a session that offers it (`EventFormChunks`), when no
+    column rule shapes the staged values; None: read it with `read_chunk`."""
+    read = getattr(source, "read_chunk_events", None)
+    if read is None or form.shaped:
+        return None
+    values = read(plan, lo, hi)
+    if values is None or not set(form.columns) <= set(values):
+        return None
+    return values
 
 
 def table_staging(staging: str, signal_id: str, table: TableId, partition: str | None = None) -> str:

@@ -20,13 +20,13 @@ In stream mode rows are staged as read instead, and the streamer makes the event
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import types as T
 
 from cdc_core.snapshot.staged_form import StagedForm
-from cdc_core.snapshot.staging import write_parquet
+from cdc_core.snapshot.staging import write_parquet, write_parquet_columns
 from cdc_core.source import ColumnMapping
 from spark_jobs.merge import connect_types
 
@@ -80,6 +80,22 @@ def write_window(uri: str, form: StagedForm, rows: list[tuple[Any, ...]], lakeho
         write_parquet(uri, form.columns, python_rows(form, rows), types=types)
     else:
         write_parquet(uri, form.columns, rows, strings=form.shaped)
+
+
+def write_window_events(uri: str, form: StagedForm, values: Mapping[str, list[Any]]) -> int:
+    """Stage a lakehouse window given in event form, column by column (a session's
+    `read_chunk_events`): each column to its Delta values, none of them shaped by rules.
+    Returns the number of rows."""
+    types = arrow_types(delta_schema(form))
+    columns: dict[str, list[Any]] = {}
+    for name in form.columns:
+        delta = connect_types.delta_value(staged_field(form, name))
+        column = values[name]
+        columns[name] = (
+            column if delta is connect_types.same else [None if v is None else delta(v) for v in column]
+        )
+    write_parquet_columns(uri, columns, types)
+    return len(next(iter(columns.values()), []))
 
 
 def arrow_types(schema: T.StructType) -> dict[str, Any]:

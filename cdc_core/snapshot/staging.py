@@ -105,9 +105,7 @@ def write_parquet(
     `types`: every column's Arrow type, nothing inferred (lakehouse staging, which Spark
     reads as one table)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    filesystem, path = filesystem_for(uri)
     if types is not None:
         values = list(zip(*rows, strict=True)) if rows else [() for _ in columns]
         table = pa.table(
@@ -125,6 +123,21 @@ def write_parquet(
         table = pa.table(arrays, names=list(columns))
     else:
         table = pa.table({c: pa.array([], pa.string() if c in strings else pa.null()) for c in columns})
+    _write_table(uri, table)
+
+
+def write_parquet_columns(uri: str, values: Mapping[str, Sequence[Any]], types: Mapping[str, Any]) -> None:
+    """Stage a window given column by column, every column's Arrow type given."""
+    import pyarrow as pa
+
+    table = pa.table([pa.array(values[name], types[name]) for name in types], names=list(types))
+    _write_table(uri, table)
+
+
+def _write_table(uri: str, table: Any) -> None:
+    import pyarrow.parquet as pq
+
+    filesystem, path = filesystem_for(uri)
     parent = path.rsplit("/", 1)[0]
     filesystem.create_dir(parent, recursive=True)
     pq.write_table(table, path + ".tmp", filesystem=filesystem)

@@ -159,7 +159,12 @@ def delta_value(field: dict[str, Any]) -> Any:
         return base64.b64decode
     if kind in ("struct", "array", "map"):
         return json_text  # its JSON text, as Spark keeps it
-    return lambda v: v
+    return same
+
+
+def same(value: Any) -> Any:
+    """`delta_value` of a field whose event value is its Delta value."""
+    return value
 
 
 def json_text(value: Any) -> str:

@@ -317,3 +317,39 @@ def test_changes_taken_a_batch_at_a_time_move_the_resume_token_as_try_next_does(
         assert all(isinstance(e, RawBSONDocument) for e in first + rest)
     finally:
         raw.close()
+
+
+def test_windows_read_as_raw_bson_give_what_the_python_reader_gives(mongodb, db, tmp_path):
+    """`read_chunk_events` (raw `find` batches rendered by the transcoder, what the Spark
+    chunk job's executors stage in lakehouse mode) equals `read_chunk` through the
+    collection's type mapping: every type, mixed `_id`s, and documents the transcoder
+    leaves to Python (Decimal128, JavaScript code) in their places."""
+    from cdc_core.connectors.mongodb.session import MongoSession
+    from cdc_core.connectors.mongodb.shape import DOCUMENT, ID, MongoTypeMapper, collection_schema
+    from cdc_core.schema.model import TableId
+    from cdc_core.snapshot.chunks import ChunkPlan
+
+    documents = [typed_document(i) for i in range(300)]
+    documents += [{"_id": v, "n": i} for i, v in enumerate(["a", 2.5, Int64(2**40), ObjectId(), {"k": 1}])]
+    documents.append({"_id": "code", "f": Code("return 1")})
+    db["typed"].insert_many(documents)
+    session = MongoSession(connector(mongodb, tmp_path, db.name).config())
+    try:
+        schema = collection_schema(TableId(db.name, "typed"))
+        plan = ChunkPlan(schema, (ID,), None, None)
+        mapper = MongoTypeMapper()
+        key, body = (mapper.map_column(c).convert for c in schema.columns)
+        want = [(key(i), body(d)) for i, d in session.read_chunk(plan, None, None)]
+        got = session.read_chunk_events(plan, None, None)
+        assert got is not None
+        assert list(zip(got[ID], got[DOCUMENT], strict=True)) == want
+        assert len(want) == len(documents)
+        lo, hi = (150,), (200,)  # a window inside the integers
+        window = session.read_chunk_events(plan, lo, hi)
+        assert (
+            window[ID]
+            == [key(i) for i, _ in session.read_chunk(plan, lo, hi)]
+            == [str(i) for i in range(151, 201)]
+        )
+    finally:
+        session.close()

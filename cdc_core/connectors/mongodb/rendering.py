@@ -16,19 +16,21 @@ bytes.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from bson import decode
 
 from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.ext_json import relaxed, strict
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
 from cdc_core.schema.model import TableId
 from cdc_core.source import LogItem, RenderedChanges
 
 try:
-    from tidemark_mongodb_transcoder import render
-except ImportError:  # not built: `make install` builds it (scripts/install_python.sh)
-    render = None
+    from tidemark_mongodb_transcoder import render, render_documents
+except ImportError:  # not built: `make install` builds it (scripts/build_transcoder.sh)
+    render = render_documents = None
 
 
 def available() -> bool:
@@ -98,3 +100,19 @@ class Renderer:
             return items
 
         return expand
+
+
+def documents(batches: Iterable[bytes], codec: Any) -> tuple[list[str], list[str]]:
+    """The `_id`s (relaxed Extended JSON) and documents (strict) of raw `find` batches, as
+    the Python path writes them: rendered by the transcoder, or, for a document it leaves,
+    decoded by pymongo and written by `ext_json.py`."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for batch in batches:
+        batch_ids, batch_texts, left = render_documents(batch)
+        for index, raw in left:
+            document = decode(raw, codec)
+            batch_ids[index], batch_texts[index] = relaxed(document["_id"]), strict(document)
+        ids += batch_ids
+        texts += batch_texts
+    return ids, texts

@@ -126,13 +126,18 @@ class MongoSession:
             self._unknown = frozenset(unknown)
         return self._unknown
 
+    def _spec(self, collection: Any, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> dict[str, Any]:
+        """The filter of window (lo, hi]."""
+        return chunk_filter(
+            lo[0] if lo else None, hi[0] if hi else None, plan.condition, self._unknown_types(collection)
+        )
+
     def _find(self, plan: ChunkPlan, lo: Key | None, hi: Key | None, ids_only: bool = False) -> Any:
         """The documents of window (lo, hi] in `_id` order."""
         collection = self._collection(plan)
-        spec = chunk_filter(
-            lo[0] if lo else None, hi[0] if hi else None, plan.condition, self._unknown_types(collection)
+        return collection.find(self._spec(collection, plan, lo, hi), {ID: 1} if ids_only else None).sort(
+            ID, 1
         )
-        return collection.find(spec, {ID: 1} if ids_only else None).sort(ID, 1)
 
     def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
         found = list(self._find(plan, lo, None, ids_only=True).skip(int(size) - 1).limit(1))
@@ -145,6 +150,21 @@ class MongoSession:
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
         return [(doc[ID], doc) for doc in self._find(plan, lo, hi)]
+
+    def read_chunk_events(
+        self, plan: ChunkPlan, lo: Key | None, hi: Key | None
+    ) -> dict[str, list[Any]] | None:
+        """`EventFormChunks`: the window's documents fetched as raw BSON batches and
+        rendered by the transcoder, never decoded into Python objects; None when the
+        transcoder is not built."""
+        from cdc_core.connectors.mongodb import rendering
+
+        if not rendering.available():
+            return None
+        collection = self._collection(plan)
+        batches = collection.find_raw_batches(self._spec(collection, plan, lo, hi)).sort(ID, 1)
+        ids, texts = rendering.documents(batches, self.client.codec_options)
+        return {ID: ids, DOCUMENT: texts}
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:
         return False  # `_id`s of any BSON type: Python does not order them as MongoDB does

@@ -25,7 +25,7 @@ pub enum Value<'a> {
 pub const MIN_DATE_MS: i64 = -62_135_596_800_000;
 pub const MAX_DATE_MS: i64 = 253_402_300_799_999;
 
-fn le_i32(b: &[u8], at: usize) -> Option<i32> {
+pub fn le_i32(b: &[u8], at: usize) -> Option<i32> {
     Some(i32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 

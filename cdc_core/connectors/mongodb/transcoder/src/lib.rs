@@ -11,8 +11,9 @@ mod bson;
 mod text;
 
 use bson::{fields, get, Value};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyString};
 use text::{document, string, value, Mode};
 
 /// What every record of a run shares.
@@ -368,8 +369,60 @@ fn render<'py>(
     Ok(runs)
 }
 
+/// The key's relaxed text and the document's strict text of one document.
+fn document_texts(doc: &[u8]) -> Option<(String, String)> {
+    let members = fields(doc)?;
+    let id = match get(&members, "_id") {
+        None | Some(Value::Null) => return None,
+        Some(v) => v,
+    };
+    let mut key = Vec::with_capacity(32);
+    value(&mut key, id, Mode::Relaxed, b",")?;
+    let mut text = Vec::with_capacity(doc.len() * 2);
+    document(&mut text, doc, Mode::Strict, b",")?;
+    Some((String::from_utf8(key).ok()?, String::from_utf8(text).ok()?))
+}
+
+/// The documents of one raw `find` batch (BSON documents back to back) in event form:
+/// `(ids, texts, left)`, the `_id`s as relaxed Extended JSON and the documents as strict
+/// Extended JSON, as `ext_json.py` writes them; a document not rendered here is None in
+/// both lists and `(index, its bytes)` in `left`, for the Python path.
+#[pyfunction]
+fn render_documents<'py>(
+    py: Python<'py>,
+    batch: &[u8],
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let (ids, texts, left) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
+    let (mut at, mut index) = (0usize, 0usize);
+    while at < batch.len() {
+        let len = bson::le_i32(batch, at)
+            .filter(|n| *n >= 5)
+            .map(|n| n as usize);
+        let Some(doc) = len.and_then(|n| batch.get(at..at + n)) else {
+            return Err(PyValueError::new_err(format!(
+                "a malformed BSON document at byte {at} of a find batch"
+            )));
+        };
+        match document_texts(doc) {
+            Some((key, text)) => {
+                ids.append(PyString::new(py, &key))?;
+                texts.append(PyString::new(py, &text))?;
+            }
+            None => {
+                ids.append(py.None())?;
+                texts.append(py.None())?;
+                left.append((index, PyBytes::new(py, doc)))?;
+            }
+        }
+        at += doc.len();
+        index += 1;
+    }
+    Ok((ids, texts, left))
+}
+
 #[pymodule]
 fn tidemark_mongodb_transcoder(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render, m)?)?;
+    m.add_function(wrap_pyfunction!(render_documents, m)?)?;
     Ok(())
 }

@@ -144,6 +144,30 @@ def test_id_ranges_are_answered_as_the_matcher_answers_them(db):
         )
         assert indexed == matched, bounds
     assert [d["_id"] for d in db["ranged"].find({"_id": {"$gt": "a"}})] == ["c", "zz"]
+    # A window to the end of the key space: its range, or any key of a later type bracket.
+    later = [
+        "string",
+        "object",
+        "array",
+        "binData",
+        "objectId",
+        "bool",
+        "date",
+        "timestamp",
+        "regex",
+        "maxKey",
+    ]
+    for low in (2.5, "a", {"k": 0}):
+        window = {"$or": [{"_id": {"$gt": low}}, {"_id": {"$type": later}}]}
+        indexed = [d["_id"] for d in db["ranged"].find(window).sort("_id", 1)]
+        matched = [
+            d["_id"] for d in db["ranged"].find({"$and": [window, {"n": {"$exists": True}}]}).sort("_id", 1)
+        ]
+        assert indexed == matched, low
+    everything_after = {"$or": [{"_id": {"$gt": 2.5}}, {"_id": {"$type": later}}]}
+    assert [d["_id"] for d in db["ranged"].find(everything_after).sort("_id", 1)] == [
+        7, Int64(10), "a", "c", "zz", {"k": 1}, ids[9], True, dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("release", ["stream", "lakehouse"])

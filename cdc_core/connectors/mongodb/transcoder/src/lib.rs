@@ -383,17 +383,10 @@ fn document_texts(doc: &[u8]) -> Option<(String, String)> {
     Some((String::from_utf8(key).ok()?, String::from_utf8(text).ok()?))
 }
 
-/// The documents of one raw `find` batch (BSON documents back to back) in event form:
-/// `(ids, texts, left)`, the `_id`s as relaxed Extended JSON and the documents as strict
-/// Extended JSON, as `ext_json.py` writes them; a document not rendered here is None in
-/// both lists and `(index, its bytes)` in `left`, for the Python path.
-#[pyfunction]
-fn render_documents<'py>(
-    py: Python<'py>,
-    batch: &[u8],
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
-    let (ids, texts, left) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
-    let (mut at, mut index) = (0usize, 0usize);
+/// The documents of a raw `find` batch: BSON documents back to back.
+fn split(batch: &[u8]) -> PyResult<Vec<&[u8]>> {
+    let mut docs = Vec::new();
+    let mut at = 0usize;
     while at < batch.len() {
         let len = bson::le_i32(batch, at)
             .filter(|n| *n >= 5)
@@ -403,6 +396,23 @@ fn render_documents<'py>(
                 "a malformed BSON document at byte {at} of a find batch"
             )));
         };
+        docs.push(doc);
+        at += doc.len();
+    }
+    Ok(docs)
+}
+
+/// The documents of one raw `find` batch in event form: `(ids, texts, left)`, the `_id`s
+/// as relaxed Extended JSON and the documents as strict Extended JSON, as `ext_json.py`
+/// writes them; a document not rendered here is None in both lists and `(index, its
+/// bytes)` in `left`, for the Python path.
+#[pyfunction]
+fn render_documents<'py>(
+    py: Python<'py>,
+    batch: &[u8],
+) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
+    let (ids, texts, left) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
+    for (index, doc) in split(batch)?.into_iter().enumerate() {
         match document_texts(doc) {
             Some((key, text)) => {
                 ids.append(PyString::new(py, &key))?;
@@ -414,8 +424,6 @@ fn render_documents<'py>(
                 left.append((index, PyBytes::new(py, doc)))?;
             }
         }
-        at += doc.len();
-        index += 1;
     }
     Ok((ids, texts, left))
 }

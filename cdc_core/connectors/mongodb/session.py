@@ -18,6 +18,7 @@ from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.snapshot.chunks import ChunkPlan, Key
 
 MAX_SIGNAL_DATA = 2048
+ID_BATCH = 100_000  # `_id`s a boundaries pass asks for at a time
 
 
 def client_for(config: ConnectorConfig, timeout_ms: int = 10_000, raw: bool = False) -> Any:
@@ -144,8 +145,11 @@ class MongoSession:
         return (found[0][ID],) if found else None
 
     def boundaries(self, plan: ChunkPlan, size: int) -> list[Key]:
-        """Every `size`-th `_id`, in one pass over the `_id` index."""
-        cursor = self._find(plan, None, None, ids_only=True)
+        """Every `size`-th `_id`, in one pass over the `_id` index, in batches of a bounded
+        size: a server that does not cap a reply at 16 MiB, as MongoDB does (the test
+        server), sent all 5,000,000 `_id`s of a collection in one 114 MB message, which
+        pymongo refuses (over 48 MB)."""
+        cursor = self._find(plan, None, None, ids_only=True).batch_size(ID_BATCH)
         return [(doc[ID],) for i, doc in enumerate(cursor, 1) if i % size == 0]
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:

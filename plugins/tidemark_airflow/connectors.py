@@ -26,11 +26,26 @@ def connector_paths() -> list[Path]:
     return sorted(connectors_dir().glob("*.yaml"))
 
 
+def _read(path: Path) -> ConnectorConfig | None:
+    """A connector file's configuration, without secrets; None when the file is gone since
+    the folder was listed (removed, or replaced by an editor's rename): that connector is
+    not there, and every other one's DAGs still are."""
+    try:
+        return load_config(path, environ={})
+    except ConfigError:
+        if not path.exists():
+            return None
+        raise
+
+
 def connector_files() -> dict[str, Path]:
     """Connector name → its file; a name used twice is an error naming both files."""
     found: dict[str, Path] = {}
     for path in connector_paths():
-        name = load_config(path, environ={}).name
+        config = _read(path)
+        if config is None:
+            continue
+        name = config.name
         if name in found:
             raise ConfigError("name", f"connector {name!r} is defined in both {found[name]} and {path}")
         found[name] = path
@@ -55,7 +70,7 @@ def load(
 
 def configs() -> list[ConnectorConfig]:
     """Every connector, without secrets: what DAG generation needs."""
-    return [load_config(path, environ={}) for path in connector_files().values()]
+    return [config for path in connector_files().values() if (config := _read(path)) is not None]
 
 
 def slug(name: str) -> str:

@@ -33,29 +33,25 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import time
-import uuid
-from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from itertools import groupby, pairwise
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
-from cdc_core.connector import SourceSession, SparkWindowReader
+from cdc_core.connector import SourceSession
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId
-from cdc_core.signals.actions import WINDOW_CLOSE, WINDOW_OPEN, ExecuteSnapshot, parse_signal
-from cdc_core.signals.conditions import condition_fields, parse_condition
+from cdc_core.signals.actions import ExecuteSnapshot, parse_signal
 from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
-from cdc_core.snapshot.keycodec import decode_key, encode_key
+from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.requests import Shaping, requested_tables
-from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import filesystem_for
-from spark_jobs import staged_types
+from spark_jobs.snapshot_jvm_batches import JvmBatches
+from spark_jobs.snapshot_windows import run_windows
 from spark_jobs.staged_rules import staged_expressions
 
 log = logging.getLogger(__name__)
@@ -120,231 +116,6 @@ def done_windows(config: ConnectorConfig, signal_id: str) -> dict[tuple[str, str
     if snapshot is None:
         return {}
     return {(t.table, t.partition): set(t.done_windows) for t in snapshot.tables}
-
-
-def open_window(source: SourceSession, signal_id: str, w: dict[str, Any]) -> str:
-    """Write window `w`'s low watermark; returns the window id its high watermark names."""
-    window_id = uuid.uuid4().hex[:20]
-    source.write_watermark(
-        WINDOW_OPEN,
-        f"{window_id}-open",
-        {
-            "snapshot": signal_id,
-            "window": window_id,
-            **{k: w[k] for k in ("table", "partition", "key", "lo", "hi", "exact", "index", "of") if k in w},
-        },
-        w.get("partition"),
-    )
-    return window_id
-
-
-def close_window(
-    source: SourceSession,
-    signal_id: str,
-    window_id: str,
-    form: StagedForm,
-    rows: int,
-    staged: str,
-    partition: str | None = None,
-) -> None:
-    """Write a window's high watermark: the table's columns (the streamer reads the chunk
-    again if they changed) and the digest of the form its rows are staged in."""
-    source.write_watermark(
-        WINDOW_CLOSE,
-        f"{window_id}-close",
-        {
-            "snapshot": signal_id,
-            "window": window_id,
-            "columns": list(form.schema.column_names),
-            "shaped": form.digest,
-            "rows": rows,
-            "staged": staged,
-        },
-        partition,
-    )
-
-
-def run_windows(
-    windows: list[dict[str, Any]],
-    config: ConnectorConfig,
-    signal_id: str,
-    staging: str,
-    shaping: Shaping,
-    lakehouse: bool = False,
-) -> list[dict[str, Any]]:
-    """On an executor, for tables Spark's JDBC reader cannot read exactly (or whose column
-    rules it cannot apply exactly): LW, read with Python, shape, stage, HW for each window
-    of this partition. `lakehouse`: staged as the Delta table holds them (see
-    `spark_jobs/staged_types.py`), not as read."""
-    source = connector_of(config).open_session(config)
-    results = []
-    try:
-        forms: dict[str, StagedForm] = {}
-        for w in windows:
-            table = TableId.parse(w["table"])
-            form = forms.get(w["table"]) or shaping.form(source.table_schema(table), w["key"])
-            forms[w["table"]] = form
-            schema = form.schema
-            condition = parse_condition(w["condition"], condition_fields(schema)) if w["condition"] else None
-            partition = w.get("partition")
-            plan = ChunkPlan(schema, tuple(w["key"]), condition, partition)
-            window_id = open_window(source, signal_id, w)
-            lo, hi = decode_key(w["lo"]), decode_key(w["hi"])
-            folder = table_staging(staging, signal_id, table, partition)
-            uri = f"{folder}/{w['index']:06d}-{window_id}.parquet"
-            in_event_form = read_events(source, form, plan, lo, hi) if lakehouse else None
-            if in_event_form is not None:
-                count = staged_types.write_window_events(uri, form, in_event_form)
-            else:
-                rows = [form.shape(row) for row in source.read_chunk(plan, lo, hi)]
-                staged_types.write_window(uri, form, rows, lakehouse)
-                count = len(rows)
-            close_window(source, signal_id, window_id, form, count, uri, partition)
-            results.append({"table": w["table"], "index": w["index"], "rows": count, "staged": uri})
-    finally:
-        source.close()
-    return results
-
-
-def read_events(
-    source: SourceSession, form: StagedForm, plan: ChunkPlan, lo: Any, hi: Any
-) -> Mapping[str, list[Any]] | None:
-    """A window in event form from a session that offers it (`EventFormChunks`), when no
-    column rule shapes the staged values; None: read it with `read_chunk`."""
-    read = getattr(source, "read_chunk_events", None)
-    if read is None or form.shaped:
-        return None
-    values = read(plan, lo, hi)
-    if values is None or not set(form.columns) <= set(values):
-        return None
-    return values
-
-
-def table_staging(staging: str, signal_id: str, table: TableId, partition: str | None = None) -> str:
-    part = "" if partition is None else f"@{partition}"
-    return f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}{part}"
-
-
-class JvmBatches:
-    """One table's windows through the connector's Spark reader, a batch at a time, two batches in
-    flight: while Spark reads batch k, the driver closes batch k-1 and opens batch k+1, so
-    the executors never wait for the driver's watermark writes nor idle at a batch's tail.
-
-    A batch is every LW, then one read with a partition per window (rows decoded in the
-    JVM, written as one Parquet file per partition, which Spark names by partition number:
-    no partitioned write, whose sort would cost a fifth of the read), then every HW naming
-    its window's file. Windows stay open for their batch's read, which the protocol allows: each
-    records only its own key range. Watermarks are written from this thread only, in batch
-    order; Spark jobs are submitted from a worker thread."""
-
-    def __init__(
-        self,
-        spark: Any,
-        source: SourceSession,
-        reader: SparkWindowReader,
-        form: StagedForm,
-        signal_id: str,
-        staging: str,
-        lakehouse: bool = False,
-        partition: str | None = None,
-    ) -> None:
-        self.spark, self.source, self.form, self.signal_id = spark, source, form, signal_id
-        self.lakehouse = lakehouse  # staged as the Delta table holds them, not as read
-        self.schema = form.schema
-        self.columns = list(self.schema.column_names)
-        self.reader = reader
-        self.partition = partition
-        self.staging = table_staging(staging, signal_id, self.schema.id, partition)
-
-    def run(self, windows: list[dict[str, Any]], per_batch: int) -> list[dict[str, Any]]:
-        batches = [windows[i : i + per_batch] for i in range(0, len(windows), per_batch)]
-        results: list[dict[str, Any]] = []
-        in_flight: list[tuple[list[dict[str, Any]], list[str], str, float, Future[None]]] = []
-        with ThreadPoolExecutor(2, thread_name_prefix="spark-read") as pool:
-            try:
-                for batch in batches:
-                    if len(in_flight) == 2:
-                        results += self._close(*in_flight.pop(0))
-                    began = time.monotonic()
-                    window_ids = [open_window(self.source, self.signal_id, w) for w in batch]
-                    base = f"{self.staging}/batch-{uuid.uuid4().hex[:12]}"
-                    in_flight.append((batch, window_ids, base, began, pool.submit(self._read, batch, base)))
-                while in_flight:
-                    results += self._close(*in_flight.pop(0))
-            except BaseException:
-                for *_, future in in_flight:  # no HW for a window whose read failed or was not awaited
-                    future.cancel()
-                raise
-        return results
-
-    def _read(self, batch: list[dict[str, Any]], base: str) -> None:
-        text = batch[0]["condition"]
-        condition = parse_condition(text, condition_fields(self.schema)) if text else None
-        plan = ChunkPlan(self.schema, tuple(batch[0]["key"]), condition, self.partition)
-        spans = [(decode_key(w["lo"]), decode_key(w["hi"])) for w in batch]
-        frame = self.reader.read(self.spark, self.form, plan, spans)
-        # Only the staged columns are read (Spark prunes the others from the query), and the
-        # column rules apply in the JVM before anything is written.
-        shaped, unsupported = staged_expressions(self.form)
-        assert not unsupported, unsupported  # such tables go to the Python reader
-        staged = [shaped[c] if c in shaped else self._staged(frame, c) for c in self.form.columns]
-        frame.select(*staged).write.option("maxRecordsPerFile", 0).parquet(base)
-
-    def _staged(self, frame: Any, name: str) -> Any:
-        column = self.schema.column(name)
-        assert column is not None
-        return self.reader.staged_column(frame, column, self.form.mappings[name], self.lakehouse)
-
-    def _close(
-        self,
-        batch: list[dict[str, Any]],
-        window_ids: list[str],
-        base: str,
-        began: float,
-        reading: Future[None],
-    ) -> list[dict[str, Any]]:
-        reading.result()
-        staged = staged_files(base)
-        results = []
-        for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
-            uri, rows = staged.get(index, (f"{base}/part-{index:05d}-empty.parquet", 0))
-            if index not in staged:  # Spark writes no file for an empty partition
-                staged_types.write_window(uri, self.form, [], self.lakehouse)
-            close_window(self.source, self.signal_id, window_id, self.form, rows, uri, self.partition)
-            results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
-        log.info(
-            "%s: windows %d-%d, %d rows staged in %.1fs",
-            self.schema.id,
-            batch[0]["index"],
-            batch[-1]["index"],
-            sum(r["rows"] for r in results),
-            time.monotonic() - began,
-        )
-        return results
-
-
-def staged_files(base: str) -> dict[int, tuple[str, int]]:
-    """Each partition's Parquet file under `base` and its row count (from the footer).
-    Spark names a task's output `part-NNNNN-...` by its partition number; a file named
-    otherwise, or a second file for one partition, is an error rather than a guess."""
-    import pyarrow.parquet as pq
-    from pyarrow import fs
-
-    filesystem, path = filesystem_for(base)
-    staged: dict[int, tuple[str, int]] = {}
-    for info in filesystem.get_file_info(fs.FileSelector(path)):
-        name = info.base_name
-        if info.type != fs.FileType.File or name.startswith(("_", ".")):
-            continue
-        match = _PART_FILE.fullmatch(name)
-        if match is None or int(match[1]) in staged:
-            raise TidemarkError(f"unexpected file {name} among the staged windows in {base}")
-        rows = pq.read_metadata(info.path, filesystem=filesystem).num_rows
-        staged[int(match[1])] = (f"{base}/{name}", rows)
-    return staged
-
-
-_PART_FILE = re.compile(r"part-(\d{5,})-[^/]*\.parquet")
 
 
 def main(argv: list[str] | None = None) -> int:

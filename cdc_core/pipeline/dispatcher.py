@@ -12,7 +12,6 @@ keeps its order key.
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,13 +21,8 @@ import orjson
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.events.envelope import (
     ENDS_HEADER,
-    OP_CREATE,
-    OP_DELETE,
-    OP_READ,
     OP_TRUNCATE,
-    OP_UPDATE,
     ORDER_HEADER,
-    ChangeEvent,
     Record,
 )
 from cdc_core.events.topics import table_topic
@@ -36,6 +30,7 @@ from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.record_writer import RecordWriter
 from cdc_core.pipeline.release_payload import release_payload
+from cdc_core.pipeline.row_events import row_events
 from cdc_core.pipeline.schema_change_payload import schema_change_payload
 from cdc_core.schema.model import TableId
 from cdc_core.snapshot.staged_form import StagedForm
@@ -254,7 +249,7 @@ class Dispatcher:
         suppressed = self._rows_in_txn <= self._suppress_rows
         entry = self._shaper(schema)
         shaper = entry.shaper if item.staged is None else self._staged_shaper(entry, item.staged)
-        events = self._events(item, shaper)
+        events = row_events(item, shaper, self._block)
         if suppressed:
             self._begun = True  # delivered before the restart, after (or with) its BEGIN
             return
@@ -341,58 +336,6 @@ class Dispatcher:
         if self._synthetic is not None:
             offset["synthetic"] = self._synthetic
         return offset
-
-    def _events(self, item: RowChange, shaper: Shaper) -> list[ChangeEvent]:
-        """One event, or two for a primary-key change (each numbered in the transaction)."""
-        topic = shaper.topic
-        now = time.time_ns()
-        name = str(shaper.schema.id)
-        op = item.op
-        if op == OP_TRUNCATE:
-            return [ChangeEvent(topic, op, None, None, None, item.source, self._block(name), now)]
-        key_source = item.after if op in (OP_CREATE, OP_READ) else item.before
-        if (
-            op == OP_UPDATE
-            and shaper.key_plan
-            and item.before is not None
-            and item.after is not None
-            and shaper.key_values(item.before) != shaper.key_values(item.after)
-        ):
-            delete = ChangeEvent(
-                topic,
-                OP_DELETE,
-                shaper.key(item.before),
-                shaper.row(item.before),
-                None,
-                item.source,
-                self._block(name),
-                now,
-            )
-            create = ChangeEvent(
-                topic,
-                OP_CREATE,
-                shaper.key(item.after),
-                None,
-                shaper.row(item.after),
-                item.source,
-                self._block(name),
-                now,
-            )
-            return [delete, create]
-        assert key_source is not None
-        return [
-            ChangeEvent(
-                topic,
-                op,
-                shaper.key(key_source),
-                shaper.row(item.before),
-                shaper.row(item.after),
-                item.source,
-                self._block(name),
-                now,
-                item.extra,
-            )
-        ]
 
     def _block(self, data_collection: str) -> dict[str, Any] | None:
         if self._txn is None:

@@ -55,10 +55,6 @@ SETTINGS = {
     "updates skipped": "skipped.operations: u\n",
 }
 
-pytestmark = pytest.mark.skipif(
-    not rendering.available(), reason="the transcoder is built by `make install`; this test needs it"
-)
-
 
 def source(tmp_path: Path, extra: str = "") -> MongoSource:
     path = tmp_path / "c.yaml"

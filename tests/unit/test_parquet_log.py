@@ -105,7 +105,7 @@ def items() -> list:
 
 def written(tmp_path: Path, monkeypatch, extra: str, fmt: str) -> dict[str, list]:
     """The records `items()` give through the dispatcher into a log of `fmt`, read back."""
-    monkeypatch.setattr("cdc_core.pipeline.dispatcher.time.time_ns", lambda: 1_700_000_000_123_456_789)
+    monkeypatch.setattr("cdc_core.pipeline.row_events.time.time_ns", lambda: 1_700_000_000_123_456_789)
     monkeypatch.setattr("cdc_core.pipeline.record_writer.uuid.uuid4", lambda: "00000000-run")
     monkeypatch.setattr("cdc_core.sinks.local_log.time.time", lambda: 1_700_000_000.5)
     monkeypatch.setattr("cdc_core.sinks.parquet_log.time.time", lambda: 1_700_000_000.5)

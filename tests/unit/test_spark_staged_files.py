@@ -5,7 +5,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from cdc_core.errors import TidemarkError
-from spark_jobs.incremental_snapshot import staged_files
+from spark_jobs.snapshot_jvm_batches import staged_files
 
 
 def part(folder, number, rows, job="0b1c"):

@@ -149,14 +149,13 @@ fn row<'a>(
     last_rank: u64,
 ) -> Option<(Row<'a>, i64, u64)> {
     let event = fields(raw)?;
-    let op = match get(&event, "operationType")? {
-        Value::Str("insert") => "c",
-        Value::Str("update") | Value::Str("replace") => "u",
-        Value::Str("delete") => "d",
-        _ => return None,
+    let Value::Str(kind) = get(&event, "operationType")? else {
+        return None;
     };
-    let kind = match get(&event, "operationType")? {
-        Value::Str(k) => k,
+    let op = match kind {
+        "insert" => "c",
+        "update" | "replace" => "u",
+        "delete" => "d",
         _ => return None,
     };
     for name in ["lsid", "txnNumber"] {

@@ -192,8 +192,13 @@ def snapshot_part(server: Any, work: Path, docs: int, parallelism: int) -> dict[
         )
         if result.returncode:
             raise SystemExit(f"the Spark chunk job failed:\n{result.stderr[-8000:]}")
+        job_seconds = time.perf_counter() - started
+        for line in result.stderr.splitlines():
+            if " INFO __main__: " in line:  # the job's plan timing
+                print("   ", line, flush=True)
         summary = wait_finished(c.state, "bench-mg", proc, rss)
         seconds = time.perf_counter() - started
+        print(f"    chunk job exited after {job_seconds:.1f}s, the streamer released all at {seconds:.1f}s")
     finally:
         stop(proc)
     rows = sum(t.get("rows_released", 0) for t in summary.get("tables", []))

@@ -144,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     signal_table = config.get("signal.data.collection")
     if not signal_table:
         raise SystemExit("the connector has no signal.data.collection: incremental snapshots need it")
+    # The JVM (about 5 s) starts while the signal is read and the database plans the windows.
+    starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
     staging = args.staging if "://" in args.staging else os.path.abspath(args.staging)
     connector = connector_of(config)
     jvm_reader = connector.spark_reader(config)
@@ -151,8 +153,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         action = read_signal(driver, signal_table, args.signal)
         shaping = Shaping(config, driver.type_mapper())
-        # The JVM starts while the database plans the windows.
-        starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
         chunk_size = action.chunk_size or config.get("incremental.snapshot.chunk.size")
         plan_path = f"{staging.rstrip('/')}/{args.signal}/plan.json"
         windows = _load_plan(plan_path)

@@ -99,3 +99,13 @@ def snapshot_key(
     raise SnapshotError(
         f"{table.id} has no primary key: give a surrogate-key in the signal or message.key.columns for the table"
     )
+
+
+def chained_boundaries(source: ChunkSource, plan: ChunkPlan, size: int) -> list[Key]:
+    """Every `size`-th key as a chain of `next_boundary` queries, each walking `size`
+    entries of the key's index from the boundary before: the database reads the index
+    once in all and sends one key per window, where a single pass sends every key."""
+    found: list[Key] = []
+    while (bound := source.next_boundary(plan, found[-1] if found else None, size)) is not None:
+        found.append(bound)
+    return found

@@ -168,6 +168,38 @@ def test_id_ranges_are_answered_as_the_matcher_answers_them(db):
     assert [d["_id"] for d in db["ranged"].find(everything_after).sort("_id", 1)] == [
         7, Int64(10), "a", "c", "zz", {"k": 1}, ids[9], True, dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
     ]  # fmt: skip
+    # A window from the start of the key space: its range, or any key of an earlier bracket.
+    up_to_seven = {"$or": [{"_id": {"$lte": 7}}, {"_id": {"$type": ["minKey", "null"]}}]}
+    numbers = ["double", "int", "long", "decimal"]
+    up_to_c = {"$or": [{"_id": {"$lte": "c"}}, {"_id": {"$type": ["minKey", "null", *numbers]}}]}
+    assert [d["_id"] for d in db["ranged"].find(up_to_seven).sort("_id", 1)] == [None, -5, 2.5, 7]
+    assert [d["_id"] for d in db["ranged"].find(up_to_c).sort("_id", 1)] == [
+        None,
+        -5,
+        2.5,
+        7,
+        Int64(10),
+        "a",
+        "c",
+    ]
+    # Sorted by `_id`, the index's order is the answer's: no sort, and a skip and limit stop
+    # the walk (IdOrderedCollection), with the same documents as matching every one.
+    windows = (
+        everything_after,
+        up_to_seven,
+        up_to_c,
+        {"_id": {"$gt": -5}},
+        {"_id": {"$gt": "a", "$lte": "zz"}},
+    )
+    for window in (*windows, {}):
+        matched = [
+            d["_id"] for d in db["ranged"].find({"$and": [window, {"n": {"$exists": True}}]}).sort("_id", 1)
+        ]
+        for skip in range(len(matched) + 1):
+            walked = [
+                d["_id"] for d in db["ranged"].find(window, {"_id": 1}).sort("_id", 1).skip(skip).limit(2)
+            ]
+            assert walked == matched[skip : skip + 2], (window, skip)
 
 
 @pytest.mark.parametrize("release", ["stream", "lakehouse"])
@@ -341,6 +373,33 @@ def test_changes_taken_a_batch_at_a_time_move_the_resume_token_as_try_next_does(
         assert all(isinstance(e, RawBSONDocument) for e in first + rest)
     finally:
         raw.close()
+
+
+def test_window_boundaries_are_every_chunk_size_th_id_in_server_order(mongodb, db, tmp_path):
+    """The Spark chunk job plans its windows by a chain of `_id` index walks, one per
+    window, across the type brackets of mixed `_id`s, and with a condition."""
+    from cdc_core.connectors.mongodb.session import MongoSession
+    from cdc_core.connectors.mongodb.shape import ID, collection_schema
+    from cdc_core.schema.model import TableId
+    from cdc_core.signals.conditions import condition_fields, parse_condition
+    from cdc_core.snapshot.chunks import ChunkPlan
+
+    ids = [-5, 2.5, Int64(10), *range(20, 60), "a", "b", *(f"s{i:02d}" for i in range(30)), {"k": 1}]
+    ids += [ObjectId() for _ in range(25)] + [True, dt.datetime(2020, 1, 1, tzinfo=dt.UTC)]
+    db["bounded"].insert_many([{"_id": v, "n": i} for i, v in enumerate(ids)])
+    in_server_order = [d["_id"] for d in db["bounded"].find().sort("_id", 1)]
+    session = MongoSession(connector(mongodb, tmp_path, db.name).config())
+    try:
+        schema = collection_schema(TableId(db.name, "bounded"))
+        for size in (1, 7, 41, len(ids), len(ids) + 1):
+            got = session.boundaries(ChunkPlan(schema, (ID,), None, None), size)
+            assert [b[0] for b in got] == in_server_order[size - 1 :: size], size
+        condition = parse_condition("n >= 10", condition_fields(schema))
+        odd = [d["_id"] for d in db["bounded"].find({"n": {"$gte": 10}}).sort("_id", 1)]
+        got = session.boundaries(ChunkPlan(schema, (ID,), condition, None), 9)
+        assert [b[0] for b in got] == odd[8::9]
+    finally:
+        session.close()
 
 
 def test_windows_read_as_raw_bson_give_what_the_python_reader_gives(mongodb, db, tmp_path):

@@ -25,7 +25,7 @@ from cdc_core.connectors.mysql.server import quote
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.signals.conditions import render
-from cdc_core.snapshot.chunks import ChunkPlan, Key
+from cdc_core.snapshot.chunks import ChunkPlan, Key, chained_boundaries
 
 MAX_SIGNAL_DATA = 2048
 VISIBLE_WAIT_S = 30.0  # a read-only chunk waits this long for the database to show a commit
@@ -191,10 +191,7 @@ class MySqlChunkSource:
         queries would sort the table again, so one pass with ROW_NUMBER() instead (MySQL 8,
         MariaDB 10.2+; 5M rows: about 14 seconds), keys streamed from the server."""
         if plan.key == tuple(plan.table.primary_key):
-            found: list[Key] = []
-            while (bound := self.next_boundary(plan, found[-1] if found else None, size)) is not None:
-                found.append(bound)
-            return found
+            return chained_boundaries(self, plan, size)
         self._use(plan.partition)
         where, params = self._where(plan, None, None)
         keys = ", ".join(quote(k) for k in plan.key)

@@ -56,7 +56,9 @@ def rebuilt(
             F.lit(None).cast("string").alias(PATCH),
         )
         steps = steps.unionByName(before)
-    fold = F.udf(_folder(patches.apply), T.ArrayType(_STEP))
+    fold = F.udf(
+        _folder(patches.apply), T.ArrayType(_STEP), useArrow=False
+    )  # a plain UDF: rows, not Arrow batches
     history = F.collect_list(F.struct(*ORDER_KEY, "_cdc_op", "_doc", PATCH))
     folded = (
         steps.groupBy(*columns(keys))

@@ -73,8 +73,8 @@ def plan_windows(
     config: ConnectorConfig, source: SourceSession, action: ExecuteSnapshot, chunk_size: int, shaping: Shaping
 ) -> list[dict[str, Any]]:
     """Every window of every table (of every partition of a table, for a sharded source):
-    the same validation as the streamer, then boundaries from the database in one pass per
-    table and partition."""
+    the same validation as the streamer, then each table's and partition's boundaries from
+    the database (`ChunkSource.boundaries`), all before any window opens."""
     windows: list[dict[str, Any]] = []
     for requested in requested_tables(config, source, action, shaping):
         table, key, text = requested.table, requested.key, requested.condition_text

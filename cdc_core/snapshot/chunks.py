@@ -48,7 +48,8 @@ class ChunkSource(Protocol):
         ...
 
     def boundaries(self, plan: ChunkPlan, size: int) -> list[Key]:
-        """Every `size`-th key of the table, in one pass (for parallel readers)."""
+        """Every `size`-th key of the table, for parallel readers (`chained_boundaries`, or one
+        pass where no index orders the key)."""
         ...
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:

@@ -49,8 +49,8 @@ from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.requests import Shaping, requested_tables
-from cdc_core.snapshot.staging import filesystem_for
 from spark_jobs.snapshot_jvm_batches import JvmBatches
+from spark_jobs.snapshot_plan import check_unplanned, load_plan, plan_uri, save_plan
 from spark_jobs.snapshot_windows import run_windows
 from spark_jobs.staged_rules import staged_expressions
 
@@ -154,14 +154,15 @@ def main(argv: list[str] | None = None) -> int:
         action = read_signal(driver, signal_table, args.signal)
         shaping = Shaping(config, driver.type_mapper())
         chunk_size = action.chunk_size or config.get("incremental.snapshot.chunk.size")
-        plan_path = f"{staging.rstrip('/')}/{args.signal}/plan.json"
-        windows = _load_plan(plan_path)
+        plan_path = plan_uri(staging, args.signal)
+        windows = load_plan(plan_path, args.signal)
+        done = done_windows(config, args.signal)
         if windows is None:
+            check_unplanned(plan_path, args.signal, done)
             started = time.monotonic()
             windows = plan_windows(config, driver, action, chunk_size, shaping)
-            _save_plan(plan_path, windows)
+            save_plan(plan_path, args.signal, windows)
             log.info("planned %d windows in %.1fs", len(windows), time.monotonic() - started)
-        done = done_windows(config, args.signal)
         todo = [w for w in windows if w["index"] not in done.get((w["table"], w.get("partition")), set())]
         spark = starting.result()
         for name, value in (jvm_reader.sql_conf if jvm_reader else {}).items():
@@ -230,22 +231,6 @@ def spark_can_write(spark: Any, staging: str) -> bool:
     except Exception:  # py4j's error for a missing class
         return False
     return True
-
-
-def _load_plan(uri: str) -> list[dict[str, Any]] | None:
-    filesystem, path = filesystem_for(uri)
-    try:
-        with filesystem.open_input_stream(path) as f:
-            return json.loads(f.read())
-    except (FileNotFoundError, OSError):
-        return None
-
-
-def _save_plan(uri: str, windows: list[dict[str, Any]]) -> None:
-    filesystem, path = filesystem_for(uri)
-    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(path) as f:
-        f.write(json.dumps(windows).encode())
 
 
 if __name__ == "__main__":

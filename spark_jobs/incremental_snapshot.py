@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     if not signal_table:
         raise SystemExit("the connector has no signal.data.collection: incremental snapshots need it")
     # The JVM (about 5 s) starts while the signal is read and the database plans the windows.
+    began = time.monotonic()
     starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
     staging = args.staging if "://" in args.staging else os.path.abspath(args.staging)
     connector = connector_of(config)
@@ -165,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             log.info("planned %d windows in %.1fs", len(windows), time.monotonic() - started)
         todo = [w for w in windows if w["index"] not in done.get((w["table"], w.get("partition")), set())]
         spark = starting.result()
+        log.info("Spark ready %.1fs after the job's start", time.monotonic() - began)
         for name, value in (jvm_reader.sql_conf if jvm_reader else {}).items():
             spark.conf.set(name, value)
         per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
@@ -207,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         driver.close()
+    log.info("read %d windows; done %.1fs after the job's start", len(results), time.monotonic() - began)
     summary = {
         "signal": args.signal,
         "windows_planned": len(windows),

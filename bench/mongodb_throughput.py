@@ -12,13 +12,14 @@ Snapshot: DOCS documents (default 5,000,000) in another collection, read by
 Figures side by side, (b) as a ratio of (a) and (d) of (c), with peak RSS.
 
     python -m bench mongodb [--changes N] [--docs N] [--parallelism P] [--log-format parquet|json]
-                            [--parts stream,snapshot]
+                            [--parts stream,snapshot] [--heap H]
 
 The test server keeps its data and change history in its JVM's memory (`--heap`, 12 GiB by
-default). On this 24 GiB machine 5,000,000 of these documents filled a 12 GiB heap and
-its collector stalled while the chunk job planned its windows (2026-11-25), so the
-snapshot figures are measured with `--docs 1000000`. The benchmark runs on the test
-server only; a real replica set keeps its data on disk and has no such limit.
+default, about 2.8 GB a million documents). On this 24 GiB machine 5,000,000 of these
+documents filled a 12 GiB heap and its collector stalled (2026-11-25): run the issue's
+size with `--docs 5000000 --heap 18g`. The chunk job's log lines (windows planned, Spark
+ready, windows read) are printed with its figures. The benchmark runs on the test server
+only; a real replica set keeps its data on disk and has no such limit.
 """
 
 from __future__ import annotations

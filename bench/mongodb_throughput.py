@@ -195,7 +195,7 @@ def snapshot_part(server: Any, work: Path, docs: int, parallelism: int) -> dict[
             raise SystemExit(f"the Spark chunk job failed:\n{result.stderr[-8000:]}")
         job_seconds = time.perf_counter() - started
         for line in result.stderr.splitlines():
-            if " INFO __main__: " in line:  # the job's plan timing
+            if " INFO __main__: " in line:  # where the job's time went: plan, Spark, windows
                 print("   ", line, flush=True)
         summary = wait_finished(c.state, "bench-mg", proc, rss)
         seconds = time.perf_counter() - started

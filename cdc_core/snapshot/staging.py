@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +137,15 @@ def write_parquet_columns(uri: str, values: Mapping[str, Sequence[Any]], types: 
 def _write_table(uri: str, table: Any) -> None:
     import pyarrow.parquet as pq
 
+    write_whole(uri, lambda filesystem, tmp: pq.write_table(table, tmp, filesystem=filesystem))
+
+
+def write_whole(uri: str, write: Callable[[Any, str], None]) -> None:
+    """`write(filesystem, path)` to a temporary name, then moved to `uri`: a reader, or a
+    run after a kill, finds the file whole or not at all."""
     filesystem, path = filesystem_for(uri)
-    parent = path.rsplit("/", 1)[0]
-    filesystem.create_dir(parent, recursive=True)
-    pq.write_table(table, path + ".tmp", filesystem=filesystem)
+    filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    write(filesystem, path + ".tmp")
     filesystem.move(path + ".tmp", path)
 
 

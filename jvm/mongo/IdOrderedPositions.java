@@ -15,20 +15,16 @@ import java.util.NoSuchElementException;
  */
 final class IdOrderedPositions implements Iterable<Integer> {
 
-    private final Iterable<Integer> positions;
+    private final List<NavigableMap<Object, Integer>> spans;
 
-    private IdOrderedPositions(Iterable<Integer> positions) {
-        this.positions = positions;
-    }
-
-    /** The union of views of the index's keys, in key order. */
-    static IdOrderedPositions union(List<NavigableMap<Object, Integer>> spans) {
-        return new IdOrderedPositions(() -> merge(spans));
+    /** The union of `spans` (views of the index's keys), in key order. */
+    IdOrderedPositions(List<NavigableMap<Object, Integer>> spans) {
+        this.spans = spans;
     }
 
     @Override
     public Iterator<Integer> iterator() {
-        return positions.iterator();
+        return merge(spans);
     }
 
     private static Iterator<Integer> merge(List<NavigableMap<Object, Integer>> spans) {

@@ -74,7 +74,7 @@ final class IdRangeIndex extends MemoryUniqueIndex {
     public synchronized Iterable<Integer> getPositions(Document query) {
         Document range = range(query);
         if (range != null) {
-            return IdOrderedPositions.union(List.of(span(range)));
+            return new IdOrderedPositions(List.of(span(range)));
         }
         List<Document> branches = branches(query);
         if (branches == null) {
@@ -89,7 +89,7 @@ final class IdRangeIndex extends MemoryUniqueIndex {
                 spans.addAll(typeSpans(typeNames(branch)));
             }
         }
-        return IdOrderedPositions.union(spans);
+        return new IdOrderedPositions(spans);
     }
 
     /**
@@ -97,7 +97,7 @@ final class IdRangeIndex extends MemoryUniqueIndex {
      * null `_id`, then every other key (ValueComparator puts nothing else before the numbers).
      */
     IdOrderedPositions inOrder() {
-        return IdOrderedPositions.union(List.of(sorted.headMap(NUMBERS_FROM, false), nullSpan(), sorted.tailMap(NUMBERS_FROM, true)));
+        return new IdOrderedPositions(List.of(sorted.headMap(NUMBERS_FROM, false), nullSpan(), sorted.tailMap(NUMBERS_FROM, true)));
     }
 
     /**

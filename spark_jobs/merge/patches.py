@@ -56,9 +56,9 @@ def rebuilt(
             F.lit(None).cast("string").alias(PATCH),
         )
         steps = steps.unionByName(before)
-    fold = F.udf(
-        _folder(patches.apply), T.ArrayType(_STEP), useArrow=False
-    )  # a plain UDF: rows, not Arrow batches
+    # a plain UDF (rows, not Arrow batches), said outright: pyspark's inference from the
+    # fold's type hints fails and warns before it comes to the same choice
+    fold = F.udf(_folder(patches.apply), T.ArrayType(_STEP), useArrow=False)
     history = F.collect_list(F.struct(*ORDER_KEY, "_cdc_op", "_doc", PATCH))
     folded = (
         steps.groupBy(*columns(keys))

@@ -105,7 +105,11 @@ def apply_aligned(
         if reached is None:
             reached = reached_offsets(parsed)
         started = time.monotonic()
-        split = split_whole(parsed, prefix, shapes.orders) if whole else split_complete(parsed, prefix)
+        split = (
+            split_whole(parsed, prefix, shapes.orders)
+            if whole
+            else split_complete(parsed, prefix, shapes.orders)
+        )
         try:
             upto, merged = split.positions()
             _phase("align", started, "batch %d: transactions aligned", batch_id)

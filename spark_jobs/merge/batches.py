@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
-from spark_jobs.merge.census import census, check_recognised, joined_census
+from spark_jobs.merge.census import Orders, check_recognised, joined_census, joined_orders, key_head, tally
 from spark_jobs.merge.cutting import cut, cut_known
 from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.records import Shapes, carried, collect_shapes, parse
@@ -75,13 +75,17 @@ def parsed_batch(
                 parsed, shapes, figures = typed_batch(list(typed), not_rows, Shapes())
                 check_recognised(parsed, figures.census)
                 known.learn(shapes)
-                yield parsed, replace(shapes.counted(figures.census), orders=figures.orders)
+                counted = shapes.counted(figures.census)
+                yield parsed, replace(counted, orders=figures.orders, truncating=figures.truncating)
                 return
             parsed, counts = None, {}
+            heads = sorted({h for h in (key_head(s.key) for s in first.all()) if h is not None})
+            orders: Orders | None = None
+            truncating: frozenset[str] | None = None
             if pairs:
                 parsed = parse(cut_known(records, pairs, by_reference), first, patch_field).persist()
                 cached.append(parsed)
-                counts = census(parsed)
+                counts, orders, truncating = tally(parsed, heads)
             shapes = first.only(set(counts))
             uncut = {topic for topic, schema_id in counts if schema_id is None}
             if parsed is None or uncut:
@@ -108,14 +112,16 @@ def parsed_batch(
                     done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
                     rest = done.unionByName(rest, allowMissingColumns=True)
                 parsed, shapes = rest, shapes | more
-                counts = census(parsed)
+                counts, orders, truncating = tally(parsed, heads)
             if typed:
                 more_rows, more, figures = typed_batch(list(typed), not_rows, shapes)
                 parsed = parsed.unionByName(more_rows, allowMissingColumns=True)
                 shapes, counts = shapes | more, joined_census(counts, figures.census)
+                orders = joined_orders(orders, figures.orders)
+                truncating = truncating | figures.truncating if truncating is not None else None
             check_recognised(parsed, counts)
             known.learn(shapes)
-            yield parsed, shapes.counted(counts)
+            yield parsed, replace(shapes.counted(counts), orders=orders, truncating=truncating)
         finally:
             for frame in cached:
                 frame.unpersist()

@@ -3,15 +3,20 @@ event the merge knows: merging around a record it cannot read would lose it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
-from spark_jobs.merge.key_sets import key_shape
+from spark_jobs.merge.key_sets import PAYLOAD_CUT, key_shape
 
 # (topic, schema id) -> (records, unrecognised, the records' keys without values: one per
 # key schema, `key_sets.key_shape`)
 Census = dict[tuple[str, int], tuple[int, int, tuple[str, ...]]]
+# Per topic, the order keys (epoch, rank) of its first and last events (those with a
+# `total_order`), as `transactions.split_whole` takes them.
+Orders = dict[str, tuple[list[int], list[int]]]
 
 
 def recognised() -> Column:
@@ -22,21 +27,80 @@ def recognised() -> Column:
 
 
 def census(parsed: DataFrame) -> Census:
+    """`tally`'s census alone."""
+    return tally(parsed)[0]
+
+
+def tally(parsed: DataFrame, heads: Sequence[str] = ()) -> tuple[Census, Orders | None, frozenset[str]]:
     """Per (topic, schema id) of the records that have a payload: how many, how many of
     them are not a recognised event, and their keys' shapes (each names key columns: taken
     from the batch itself, so a primary key changed since an earlier batch, or within
-    this one, is seen). One aggregation; it also fills the cache."""
+    this one, is seen); per topic its events' first and last order keys (None when an
+    event's order key lacks a part, which only Spark's array ordering settles); and the
+    topics with a truncate. One aggregation; it also fills the cache.
+
+    `heads`: key heads the batch's keys likely start with (`key_head`, from earlier keys).
+    A key that starts with one and its cut is that head's shape, told by comparing bytes;
+    only the others are cut for their shape."""
+    key = F.col("key")
+    head = F.lit(None).cast("int")
+    for n, text in reversed(list(enumerate(heads))):
+        head = F.when(key.startswith(text + PAYLOAD_CUT), F.lit(n)).otherwise(head)
+    # A struct, not an array, compares alike here (no part is null, or orders are not
+    # used) and costs the aggregation less.
+    order = F.struct(F.col("p_epoch"), F.col("p_rank"))
+    event = F.col("p_total_order").isNotNull()
     rows = (
         parsed.where(F.col("present"))
+        .select(
+            "topic",
+            "schema_id",
+            "p_op",
+            "p_status",
+            "p_data_collection",
+            "p_total_order",
+            "key",
+            order.alias("_order"),
+            head.alias("_head"),
+        )
         .groupBy("topic", "schema_id")
         .agg(
             F.count("*").alias("n"),
             F.count(F.when(~recognised(), 1)).alias("bad"),
-            F.collect_set(key_shape(F.col("key"))).alias("keys"),
+            F.collect_set("_head").alias("heads"),
+            F.collect_set(F.when(F.col("_head").isNull(), key_shape(key))).alias("keys"),
+            F.min(F.when(event, F.col("_order"))).alias("first"),
+            F.max(F.when(event, F.col("_order"))).alias("last"),
+            F.max(F.col("p_op") == "t").alias("truncates"),
         )
         .collect()
     )
-    return {(r.topic, r.schema_id): (r.n, r.bad, tuple(sorted(r.keys))) for r in rows}
+    counts: Census = {}
+    orders: Orders | None = {}
+    truncating = frozenset(r.topic for r in rows if r.truncates)
+    for r in rows:
+        shapes = {*r.keys, *(heads[n] + PAYLOAD_CUT + "{}}" for n in r.heads)}
+        counts[(r.topic, r.schema_id)] = (r.n, r.bad, tuple(sorted(shapes)))
+        if r.first is None or orders is None:
+            continue
+        first, last = list(r.first), list(r.last)
+        orders = None if None in first or None in last else _widened(orders, r.topic, first, last)
+    return counts, orders, truncating
+
+
+def _widened(orders: Orders, topic: str, first: list[int], last: list[int]) -> Orders:
+    """`orders` with `topic`'s first and last order keys taking in `first` and `last`."""
+    low, high = orders.get(topic, (first, last))
+    orders[topic] = (min(low, first), max(high, last))
+    return orders
+
+
+def key_head(key: str | None) -> str | None:
+    """A key's text before its payload, when it carries its Connect schema first (as
+    `key_sets.key_shape` cuts it): the part every key of one key schema shares."""
+    if key is None or not key.startswith('{"schema":{') or PAYLOAD_CUT not in key:
+        return None
+    return key[: key.index(PAYLOAD_CUT)]
 
 
 def joined_census(one: Census, other: Census) -> Census:
@@ -45,6 +109,16 @@ def joined_census(one: Census, other: Census) -> Census:
     for at, (n, bad, keys) in other.items():
         m, worse, found = joined.get(at, (0, 0, ()))
         joined[at] = (m + n, worse + bad, tuple(sorted({*found, *keys})))
+    return joined
+
+
+def joined_orders(one: Orders | None, other: Orders | None) -> Orders | None:
+    """Both parts' first and last order keys per topic (None if either part lacks them)."""
+    if one is None or other is None:
+        return None
+    joined = dict(one)
+    for topic, (first, last) in other.items():
+        joined = _widened(joined, topic, first, last)
     return joined
 
 

@@ -39,10 +39,14 @@ def table_plans(
 ) -> list[TablePlan]:
     """One plan per table among `topics` with events or released rows, and per stored
     table that `drops` ends."""
-    released = releases_by_table(parsed, prefix)
+    # What the batch's census told spares a look through the batch for its releases and
+    # truncates.
+    releasing = f"{prefix}.snapshot_releases" in shapes.records or not shapes.records
+    released = releases_by_table(parsed, prefix) if releasing else {}
     tables = topics - boundary_topics(prefix)
     events = {c.topic[len(prefix) + 1 :]: c for c in table_changes(parsed, tables, shapes)}
-    marks = with_drops(truncation.batch_marks(parsed, tables), drops or {}, prefix)
+    truncating = tables if shapes.truncating is None else tables & shapes.truncating
+    marks = with_drops(truncation.batch_marks(parsed, truncating), drops or {}, prefix)
     plans: list[TablePlan] = []
     broadcast_mb = session_broadcast_mb(spark)
     for name in sorted(set(events) | set(released) | set(drops or ())):

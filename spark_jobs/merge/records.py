@@ -95,6 +95,9 @@ class Shapes:
     # Per topic, the order keys of its first and last events, where a batch of typed files
     # alone told them (`typed_figures`): None otherwise.
     orders: dict[str, tuple[list[int], list[int]]] | None = None
+    # The topics whose records include a truncate, where the batch's census told them
+    # (`census.tally`, `typed_figures`): None otherwise.
+    truncating: frozenset[str] | None = None
 
     def of(self, topic: str) -> list[Shape]:
         return self.by_topic.get(topic, [])

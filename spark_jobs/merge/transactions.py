@@ -71,7 +71,9 @@ def _order_key() -> Column:
     return F.array(F.col("p_epoch"), F.col("p_rank"))
 
 
-def split_complete(parsed: DataFrame, prefix: str) -> Split:
+def split_complete(
+    parsed: DataFrame, prefix: str, orders: dict[str, tuple[list[int], list[int]]] | None = None
+) -> Split:
     """Parsed records (`spark_jobs.merge.records.parse`) to merge now and to hold back.
     BEGIN/END records of complete transactions are dropped; those of incomplete ones are
     held with their events. Records without a transaction (tombstones, events without
@@ -80,12 +82,15 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     A transaction is complete when its END is in hand with every event it numbers: each
     event's `total_order` (1..N across the transaction's tables, release records
     included; N is the sum of the END's per-table counts) sets its bit, so an event
-    delivered twice counts once, whatever the transaction's size. One aggregation by
-    transaction and block of numbers, partly done before the shuffle, tells whether each
-    transaction is complete and gives the batch's figures from its small result; a
-    second, by table over the records that merge now, the order keys each table merges.
-    Only the incomplete transactions — usually none or the last few — are joined back to
-    the records."""
+    delivered twice counts once, whatever the transaction's size. One hash aggregation by
+    transaction, partly done before the shuffle, settles every transaction of at most
+    `BLOCK` events (their bits fit one long); a transaction whose END counts more is
+    settled by a second aggregation, by block of numbers, over its own records only. The
+    batch's figures come from the small per-transaction result. Each table's merged order
+    keys: from `orders` (per topic, its events' first and last, as the batch's census
+    took them) when nothing is held and no release is in the batch, else from one
+    aggregation by table over the records that merge now. Only the incomplete
+    transactions — usually none or the last few — are joined back to the records."""
     is_txn = F.col("topic") == f"{prefix}.transaction"
     table = _table(prefix)
     is_event = ~is_txn & F.col("p_total_order").isNotNull()
@@ -102,29 +107,16 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
         F.when(is_txn, F.col("p_status")).alias("_status"),
     )
     is_end = is_txn & (F.col("_status") == "END")
-    numbered = is_event & (F.col("p_total_order") >= 1)
-    bit = F.expr(f"shiftleft(1L, cast((p_total_order - 1) % {BLOCK} AS INT))")
-    none = F.lit(0).cast("long")
-    count = F.coalesce(F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none)
-    key = _order_key()
-    # Fixed-width aggregates only, so Spark aggregates by hash (an order key's array would
-    # make it sort the batch); which order keys each table merges is a second, small
-    # aggregation over the records that pass.
-    by_block = (
-        tagged.where(is_event | is_end)
-        .groupBy("_txn", F.when(numbered, F.floor((F.col("p_total_order") - 1) / BLOCK)).alias("_block"))
-        .agg(
-            F.bit_or(F.when(numbered, bit)).alias("_seen"),
-            F.max(F.when(is_end, count)).alias("_count"),
-            F.max(is_end).alias("_end"),
-            F.max(standalone).alias("_alone"),
-            F.min("p_epoch").alias("_epoch"),
-            F.min("p_rank").alias("_rank"),
-            F.max(is_event).alias("_events"),
-        )
-    )
-    per_txn = _per_transaction(by_block).persist()
+    counted, kinds = tagged.where(is_event | is_end), (is_event, is_end, standalone)
+    per_txn = _small_transactions(counted, kinds).persist()
+    kept = [per_txn]
     figures = _figures(per_txn)
+    if figures.large:  # transactions of more than BLOCK events: counted block by block
+        large = per_txn.where("_large").select("_txn")
+        settled = _per_transaction(_blocks(counted.join(large, "_txn"), kinds))
+        per_txn = per_txn.where("NOT _large").select(*settled.columns).unionByName(settled).persist()
+        kept.append(per_txn)
+        figures = _figures(per_txn)
     if not figures.incomplete:  # the usual case: no join, every record passes but BEGIN/END
         flagged = tagged.withColumn("_held", F.lit(None).cast("boolean"))
     else:
@@ -133,13 +125,19 @@ def split_complete(parsed: DataFrame, prefix: str) -> Split:
     passes = F.col("_held").isNull() & F.col("_status").isNull()
     now = flagged.where(passes).drop("_txn", "_status", "_held")
     held = flagged.where(F.col("_held").isNotNull()).drop("_txn", "_status", "_held")
+    upto = figures.upto(per_txn)
+    complete = not figures.incomplete
+    releases = f"{prefix}.snapshot_releases"
+    if complete and orders is not None and releases not in orders:
+        merged = {t[len(prefix) + 1 :]: keys for t, keys in orders.items() if t != f"{prefix}.transaction"}
+        return Split(now, held, None, upto, tuple(kept), True, merged)
+    key = _order_key()
     per_table = (
         now.where(is_event)
         .groupBy(table.alias("_table"))
         .agg(F.min(key).alias("first"), F.max(key).alias("last"))
     )
-    upto = figures.upto(per_txn)
-    return Split(now, held, per_table, upto, (per_txn,), not figures.incomplete)
+    return Split(now, held, per_table, upto, tuple(kept), complete)
 
 
 def split_whole(
@@ -169,17 +167,70 @@ def split_whole(
     return Split(now, held, per_table, list(upto) if upto is not None else None, (per_table,), True)
 
 
+def _small_transactions(counted: DataFrame, kinds: tuple[Column, Column, Column]) -> DataFrame:
+    """Per transaction: `_txn, _complete, _key, _events` and `_large` (its END counts more
+    than `BLOCK` events: `_complete` is then settled by `_per_transaction`), from one
+    aggregation by transaction (`_aggregated`: event n sets bit n - 1)."""
+    is_event = kinds[0]
+    numbered = is_event & (F.col("p_total_order") >= 1) & (F.col("p_total_order") <= BLOCK)
+    bit = F.expr("shiftleft(1L, cast(p_total_order - 1 AS INT))")
+    rows = _aggregated(counted, [F.col("_txn")], numbered, bit, kinds)
+    count = F.col("_count")
+    large = ~F.col("_alone") & F.col("_end") & (count > BLOCK)
+    have = F.bit_count(F.coalesce(F.col("_seen"), F.lit(0).cast("long")).bitwiseAND(_low_bits(count)))
+    return rows.select(
+        "_txn",
+        (F.col("_alone") | (F.col("_end") & (count <= BLOCK) & (have == count))).alias("_complete"),
+        F.array(F.col("_epoch"), F.col("_rank")).alias("_key"),
+        "_events",
+        large.alias("_large"),
+    )
+
+
+def _blocks(counted: DataFrame, kinds: tuple[Column, Column, Column]) -> DataFrame:
+    """The records of large transactions aggregated by transaction and block of `BLOCK`
+    numbers: event n sets bit (n - 1) % BLOCK of block (n - 1) // BLOCK."""
+    numbered = kinds[0] & (F.col("p_total_order") >= 1)
+    bit = F.expr(f"shiftleft(1L, cast((p_total_order - 1) % {BLOCK} AS INT))")
+    block = F.when(numbered, F.floor((F.col("p_total_order") - 1) / BLOCK)).alias("_block")
+    return _aggregated(counted, [F.col("_txn"), block], numbered, bit, kinds)
+
+
+def _aggregated(
+    counted: DataFrame, by: list[Column], numbered: Column, bit: Column, kinds: tuple[Column, Column, Column]
+) -> DataFrame:
+    """A transaction's records (events and END, `kinds`: is an event, is an END, is a
+    standalone change) aggregated `by` its id (and block): the bits of its `numbered`
+    events, its END's count, and what the transaction carries. Fixed-width values only,
+    so Spark aggregates by hash, partly before the shuffle."""
+    is_event, is_end, standalone = kinds
+    none = F.lit(0).cast("long")
+    count = F.coalesce(F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none)
+    return counted.groupBy(*by).agg(
+        F.bit_or(F.when(numbered, bit)).alias("_seen"),
+        F.max(F.when(is_end, count)).alias("_count"),
+        F.max(is_end).alias("_end"),
+        F.max(standalone).alias("_alone"),
+        F.min("p_epoch").alias("_epoch"),
+        F.min("p_rank").alias("_rank"),
+        F.max(is_event).alias("_events"),
+    )
+
+
+def _low_bits(numbers: Column) -> Column:
+    """A long whose lowest `numbers` (0..64) bits are set (a shift by 64 would be one by 0)."""
+    shifted = F.call_function("shiftrightunsigned", F.lit(-1).cast("long"), (64 - numbers).cast("int"))
+    return F.when(numbers <= 0, F.lit(0).cast("long")).otherwise(shifted)
+
+
 def _per_transaction(blocks: DataFrame) -> DataFrame:
-    """Per transaction: `_txn, _complete, _key` (its order key) and `_events`, from its
-    rows per block of numbers. A block's numbers beyond the END's count do not count: the
-    low bits up to it, by a shift (a shift by 64 would be one by 0)."""
+    """Per transaction: `_txn, _complete, _key, _events`, from its rows per block of
+    numbers (`_blocks`). A block's numbers beyond the END's count do not count: the low
+    bits up to it."""
     total = F.max("_count").over(Window.partitionBy("_txn"))
     numbers = F.least(F.greatest(total - F.col("_block") * BLOCK, F.lit(0)), F.lit(BLOCK))
-    valid = F.when(F.col("_numbers") == 0, F.lit(0).cast("long")).otherwise(
-        F.expr("shiftrightunsigned(-1L, cast(64 - _numbers AS INT))")
-    )
     seen = F.coalesce(F.col("_seen"), F.lit(0).cast("long"))
-    counted = blocks.withColumn("_numbers", numbers).withColumn("_have", F.bit_count(seen.bitwiseAND(valid)))
+    counted = blocks.withColumn("_have", F.bit_count(seen.bitwiseAND(_low_bits(numbers))))
     totals = counted.groupBy("_txn").agg(F.sum("_have").alias("_have"), *_carried())
     return totals.select(
         "_txn",
@@ -213,6 +264,7 @@ class _Figures:
     incomplete: bool
     held: list[int] | None
     done: list[int] | None
+    large: bool = False  # a transaction is still to be counted block by block
 
     def upto(self, per_txn: DataFrame) -> list[int] | None:
         """The order key up to which every transaction in hand is merged: the highest
@@ -230,11 +282,13 @@ def _figures(per_txn: DataFrame) -> _Figures:
         F.max(~F.col("_complete")).alias("incomplete"),
         F.min(F.when(with_events & ~F.col("_complete"), F.col("_key"))).alias("held"),
         F.max(F.when(with_events & F.col("_complete"), F.col("_key"))).alias("done"),
+        F.max(F.col("_large") if "_large" in per_txn.columns else F.lit(False)).alias("large"),
     ).collect()
     return _Figures(
         bool(row.incomplete),
         list(row.held) if row.held is not None else None,
         list(row.done) if row.done is not None else None,
+        bool(row.large),
     )
 
 

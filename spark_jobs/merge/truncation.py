@@ -59,6 +59,8 @@ class Mark:
 def batch_marks(parsed: DataFrame, topics: set[str]) -> dict[str, list[Mark]]:
     """Per topic among `topics`, its truncates in the parsed batch, oldest first (one small
     aggregation: truncates are rare, and the filter comes first)."""
+    if not topics:
+        return {}
     mark = F.struct("p_epoch", "p_rank", "p_total_order", "p_ts_ms", "p_txn_id")
     rows = (
         parsed.where((F.col("p_op") == "t") & F.col("topic").isin(*sorted(topics)))

@@ -43,12 +43,14 @@ class Figures:
     # `total_order`); None when an event's order key lacks a part, which only Spark's
     # array ordering (nulls first) settles.
     orders: dict[str, tuple[list[int], list[int]]] | None
+    truncating: frozenset[str] = frozenset()  # the topics with a truncate
 
 
 @dataclass
 class _Tally:
     records: int = 0
     unknown: int = 0
+    truncates: int = 0
     first: Key | None = None
     last: Key | None = None
     whole_keys: bool = True  # every ordered event has an epoch and a rank
@@ -56,6 +58,7 @@ class _Tally:
     def add(self, other: _Tally) -> None:
         self.records += other.records
         self.unknown += other.unknown
+        self.truncates += other.truncates
         self.whole_keys = self.whole_keys and other.whole_keys
         for key in (other.first, other.last):
             if key is not None:
@@ -79,14 +82,15 @@ def typed_figures(
             shapes = tuple(sorted({*keys, key})) if key is not None else keys
             census[(topic, schema_id)] = (n + tally.records, bad + tally.unknown, shapes)
         per_topic.setdefault(topic, _Tally()).add(tally)
+    truncating = frozenset(topic for topic, t in per_topic.items() if t.truncates)
     if not all(t.whole_keys for t in per_topic.values()):
-        return Figures(census, None)
+        return Figures(census, None, truncating)
     orders = {
         topic: (list(t.first), list(t.last))
         for topic, t in per_topic.items()
         if t.first is not None and t.last is not None
     }
-    return Figures(census, orders)
+    return Figures(census, orders, truncating)
 
 
 def _tally(span: FileSpan) -> _Tally:
@@ -119,7 +123,8 @@ def _batch_tally(batch: pa.RecordBatch, span: FileSpan, columns: dict[str, tuple
         for more in known[1:]:
             recognised = pc.or_(recognised, more)
         unknown = _count(pc.and_(present, pc.invert(recognised)))
-    tally = _Tally(records=records, unknown=unknown)
+    truncates = _count(pc.and_(present, pc.equal(fields["p_op"], "t"))) if "p_op" in fields else 0
+    tally = _Tally(records=records, unknown=unknown, truncates=truncates)
     if "p_total_order" not in fields:
         return tally
     ordered = pc.and_(present, pc.is_valid(fields["p_total_order"]))

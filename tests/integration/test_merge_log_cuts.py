@@ -51,9 +51,9 @@ def test_between_cuts_nothing_is_counted_and_an_open_transaction_waits_whole(
     root, checkpoint = str(tmp_path / "delta"), str(tmp_path / "checkpoint")
     counted = []
 
-    def counting(parsed, prefix):
+    def counting(parsed, prefix, orders=None):
         counted.append(True)
-        return transactions.split_complete(parsed, prefix)
+        return transactions.split_complete(parsed, prefix, orders)
 
     monkeypatch.setattr(delta_merge, "split_complete", counting)
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.support.events import event, row, tombstone, transaction
+from tests.support.events import event, row, tombstone, transaction, truncate
 from tests.support.merge_forms import parquet_log
 
 pytestmark = pytest.mark.integration
@@ -46,6 +46,7 @@ def _records() -> list[dict]:
     for epoch, rank in ((1, 4), (0, 12), (1, 1), (0, 6), (0, 5)):
         out.append(event("c", (epoch, rank, 1), after=row(rank, "s"), standalone=True))
     out.append(tombstone(5))
+    out.append(truncate((0, 6, 2)))  # (standalone: inside the range of order keys)
     return out
 
 
@@ -88,6 +89,7 @@ def test_the_files_figures_are_sparks(spark, tmp_path, after, until):
     counts, (upto, merged) = _spark_figures(parsed, "tm")
 
     assert _counted(figures.census) == _counted(counts)
+    assert figures.truncating == ({"tm.shop.accounts"} if until is None else set())
     assert figures.orders is not None
     split = split_whole(parsed, "tm", figures.orders)
     assert split.positions() == (upto, merged)
@@ -131,3 +133,54 @@ def test_an_order_key_without_its_epoch_is_left_to_spark_and_a_record_not_an_eve
     counts, _ = _spark_figures(parsed, "tm")
     assert _counted(figures.census) == _counted(counts)
     assert sorted((n, bad) for n, bad, _ in counts.values()) == [(1, 1), (1, 1), (2, 0)]
+
+
+def test_a_text_batchs_census_tells_known_key_heads_and_order_keys_as_the_slow_way(spark):
+    """A batch of JSON text: the census that tells keys by the heads sampled before it
+    (the tables' key schema; the BEGIN/END keys and a key of a wider key schema are cut)
+    and takes each topic's first and last order keys gives what cutting every key and
+    aggregating by table give, so a complete batch needs no aggregation by table."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.merge.batches import parsed_batch
+    from spark_jobs.merge.census import key_head, tally
+    from spark_jobs.merge.key_sets import key_shape
+    from spark_jobs.merge.transactions import split_complete
+
+    # Every transaction complete: the delete of rank 8 has no END.
+    records = [r for r in _records() if '"op":"d"' not in (r["value"] or "")]
+    wider = event("c", (1, 9, 1), after=row(9, "w"), standalone=True)
+    key = json.loads(wider["key"])
+    key["schema"]["fields"].append({"type": "string", "optional": False, "field": "name"})
+    key["payload"]["name"] = "w"
+    wide_key = json.dumps(key, separators=(",", ":"))
+    records.append(wider | {"key": wide_key})
+    frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+    heads = [key_head(records[1]["key"]), f"{key_head(wide_key)}x"]  # the second matches none
+    assert heads[0] is not None and records[1]["topic"] == "tm.shop.accounts"
+
+    with parsed_batch(frame, "tm") as (parsed, shapes):
+        counts, orders, truncating = tally(parsed, heads)
+        slow = {
+            (r.topic, r.schema_id): tuple(sorted(r.keys))
+            for r in parsed.where("present")
+            .groupBy("topic", "schema_id")
+            .agg(F.collect_set(key_shape(parsed.key)).alias("keys"))
+            .collect()
+        }
+        assert {at: keys for at, (_, _, keys) in counts.items()} == slow
+        assert len(counts[next(at for at in counts if at[0] == "tm.shop.accounts")][2]) == 2
+        assert shapes.orders == orders
+        assert shapes.truncating == truncating == {"tm.shop.accounts"}
+        per_table = split_complete(parsed, "tm")
+        fast = split_complete(parsed, "tm", orders)
+        try:
+            assert fast.per_table is None  # no aggregation by table
+            assert fast.positions() == per_table.positions()
+            assert fast.positions()[1] == {
+                "shop.accounts": ([0, 5], [1, 9]),
+                "shop.others": ([0, 7], [1, 3]),
+            }
+        finally:
+            per_table.release()
+            fast.release()

@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
-from spark_jobs.merge.key_sets import PAYLOAD_CUT, key_shape
+from spark_jobs.merge.key_sets import PAYLOAD_CUT, WITH_SCHEMA, key_shape
 
 # (topic, schema id) -> (records, unrecognised, the records' keys without values: one per
 # key schema, `key_sets.key_shape`)
@@ -98,7 +98,7 @@ def _widened(orders: Orders, topic: str, first: list[int], last: list[int]) -> O
 def key_head(key: str | None) -> str | None:
     """A key's text before its payload, when it carries its Connect schema first (as
     `key_sets.key_shape` cuts it): the part every key of one key schema shares."""
-    if key is None or not key.startswith('{"schema":{') or PAYLOAD_CUT not in key:
+    if key is None or not key.startswith(WITH_SCHEMA) or PAYLOAD_CUT not in key:
         return None
     return key[: key.index(PAYLOAD_CUT)]
 

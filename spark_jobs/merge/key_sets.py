@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 KEY_SET = "_cdc_key_set"  # a row's key set: its index in the table's key sets
-_WITH_SCHEMA = '{"schema":{'
+WITH_SCHEMA = '{"schema":{'  # a Connect key's first bytes: its schema comes first
 PAYLOAD_CUT = ',"payload":'
 
 
@@ -33,7 +33,7 @@ def key_shape(key: Column) -> Column:
     the key itself: one text per key schema (the Connect key as the streamer and Kafka
     Connect's converter write it: its schema, then its payload), or the list of the key's
     fields (any other key). Null for a record without a key."""
-    schema_first = key.startswith(_WITH_SCHEMA) & (F.instr(key, PAYLOAD_CUT) > 0)
+    schema_first = key.startswith(WITH_SCHEMA) & (F.instr(key, PAYLOAD_CUT) > 0)
     return F.when(
         schema_first, F.concat(F.substring_index(key, PAYLOAD_CUT, 1), F.lit(PAYLOAD_CUT + "{}}"))
     ).otherwise(F.to_json(F.json_object_keys(_payload(key))))

@@ -114,7 +114,8 @@ def split_complete(
     if figures.large:  # transactions of more than BLOCK events: counted block by block
         large = per_txn.where("_large").select("_txn")
         settled = _per_transaction(_blocks(counted.join(large, "_txn"), kinds))
-        per_txn = per_txn.where("NOT _large").select(*settled.columns).unionByName(settled).persist()
+        settled = settled.withColumn("_large", F.lit(False))
+        per_txn = per_txn.where("NOT _large").unionByName(settled).persist()
         kept.append(per_txn)
         figures = _figures(per_txn)
     if not figures.incomplete:  # the usual case: no join, every record passes but BEGIN/END
@@ -282,7 +283,7 @@ def _figures(per_txn: DataFrame) -> _Figures:
         F.max(~F.col("_complete")).alias("incomplete"),
         F.min(F.when(with_events & ~F.col("_complete"), F.col("_key"))).alias("held"),
         F.max(F.when(with_events & F.col("_complete"), F.col("_key"))).alias("done"),
-        F.max(F.col("_large") if "_large" in per_txn.columns else F.lit(False)).alias("large"),
+        F.max("_large").alias("large"),
     ).collect()
     return _Figures(
         bool(row.incomplete),

@@ -24,8 +24,8 @@ from tests.support.snapshot_matrix import (
     closed_windows,
     create_tables,
 )
-from tests.support.snapshots import caught_up, cleanup
-from tests.support.streamer import admin, stop_process, wait_for
+from tests.support.snapshots import cleanup, wait_caught_up
+from tests.support.streamer import admin, stop_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -134,7 +134,7 @@ def test_snapshot_dag_finishes_through_killed_chunk_jobs_and_streamers(
         assert states["chunk_job"] == "success" and states["wait_released"] == "success"
         assert run.get_task_instance("chunk_job").try_number == 2, "the chunk job was not killed"
         assert chaos.streamer_kills >= 2 and not chaos.actions
-        wait_for(lambda: caught_up(connector, db), 120, interval=0.2, message="streamer to catch up")
+        wait_caught_up(connector, db, 120)
     finally:
         chaos.stop_flag.set()
         cleanup(chaos.proc, writer)

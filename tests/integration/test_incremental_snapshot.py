@@ -22,13 +22,13 @@ import pytest
 from tests.support import snapshot_matrix as matrix
 from tests.support.snapshots import (
     SIGNALS,
-    caught_up,
     cleanup,
     finished,
     ids,
     seed,
     send_signal,
     status,
+    wait_caught_up,
     wait_finished,
 )
 from tests.support.streamer import admin, payloads, start_process, stop_process, wait_for, write_connector
@@ -67,7 +67,7 @@ def wind_down(connector, db, proc, writer) -> None:
     """Stop the writer, let the streamer catch up with the server, stop it cleanly."""
     writer.stop_flag.set()
     writer.join(10)
-    wait_for(lambda: caught_up(connector, db), 60, interval=0.2, message="streamer to catch up")
+    wait_caught_up(connector, db, 60)
     assert stop_process(proc) == 0
 
 
@@ -385,7 +385,7 @@ def test_blocking_snapshot_pauses_streaming_and_resumes(tmp_path, mariadb_admin_
         with db.cursor() as cur:
             cur.execute("UPDATE t SET v = 1 WHERE id = 7")
         wait_finished(c, ids["block-1"], 60, "blocking snapshot")
-        wait_for(lambda: caught_up(c, db), 30, interval=0.2)
+        wait_caught_up(c, db, 30)
         assert stop_process(proc) == 0
     finally:
         cleanup(proc)
@@ -473,9 +473,14 @@ def test_a_snapshot_survives_kill_9_and_resumes_at_the_first_window_not_done(
     )
     topic = f"{c.prefix}.{scratch_db}.t"
 
-    def windows_done():
-        running = (status(c).get("snapshots") or {}).get("running") or [{}]
-        return sum(t["windows_done"] for t in running[0].get("tables", []))
+    def windows_committed():
+        """Windows done in the committed offsets: the status runs ahead of them while the
+        sink acknowledges, so a kill timed by the status can find nothing committed yet."""
+        try:
+            snapshot = orjson.loads((c.state / "offsets.json").read_bytes())["offset"].get("snapshot") or {}
+        except FileNotFoundError:
+            return 0
+        return sum(t["windows_done"] for s in snapshot.get("snapshots", []) for t in s["tables"])
 
     proc = start_process(c)
     writer = Writer(mariadb_admin_params, scratch_db, rows)
@@ -483,7 +488,7 @@ def test_a_snapshot_survives_kill_9_and_resumes_at_the_first_window_not_done(
         wait_for(lambda: (c.state / "status.json").exists(), 30)
         writer.start()
         send_signal(db, ids["crash-1"], "execute-snapshot", {"data-collections": [f"{scratch_db}.t"]})
-        wait_for(lambda: windows_done() >= 8, 60, interval=0.05, message="some windows released")
+        wait_for(lambda: windows_committed() >= 3, 120, interval=0.05, message="some windows committed")
         proc.send_signal(signals.SIGKILL)
         proc.wait(10)
         committed = orjson.loads((c.state / "offsets.json").read_bytes())["offset"]["snapshot"]

@@ -28,7 +28,7 @@ from tests.support.snapshot_matrix import (
     closed_windows,
     create_tables,
 )
-from tests.support.snapshots import SIGNALS, caught_up, cleanup, finished, ids, send_signal, status
+from tests.support.snapshots import SIGNALS, cleanup, finished, ids, send_signal, status, wait_caught_up
 from tests.support.streamer import admin, start_process, stop_process, wait_for, write_connector
 
 pytestmark = [pytest.mark.integration, pytest.mark.snapshot_matrix, pytest.mark.timeout(900)]
@@ -169,7 +169,7 @@ def test_every_key_type_with_every_reader_and_release_mode(
                 jobs.step()
             time.sleep(0.1)
         writer.stop()
-        wait_for(lambda: caught_up(c, db), 120, interval=0.2, message="streamer to catch up")
+        wait_caught_up(c, db, 120)
         assert stop_process(proc) == 0
     finally:
         if jobs is not None:

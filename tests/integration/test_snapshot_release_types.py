@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.snapshots import SIGNALS, caught_up, cleanup, ids, send_signal, wait_finished
+from tests.support.snapshots import SIGNALS, cleanup, ids, send_signal, wait_caught_up, wait_finished
 from tests.support.streamer import admin, start_process, stop_process, wait_for, write_connector
 from tests.support.types_table import ROWS, all_types_ddl, insert_all_types
 
@@ -95,7 +95,7 @@ def test_every_type_lands_alike_from_both_release_modes_and_from_the_stream(
             ]
             assert chunk_job(job) == 0
             wait_finished(c, signal_id, 300, f"{release} snapshot")
-        wait_for(lambda: caught_up(c, db), 120, interval=0.2, message="streamer to catch up")
+        wait_caught_up(c, db, 120)
         assert stop_process(proc) == 0
     finally:
         cleanup(proc)

@@ -64,9 +64,17 @@ def reached(committed: str | None, head: str) -> bool:
         return MySqlGtidSet.parse(committed).succeeds(MySqlGtidSet.parse(head))
 
 
-def caught_up(connector, db) -> bool:
-    committed = (status(connector).get("committed") or {}).get("source", {})
-    return reached(committed.get("gtids"), gtid(db))
+def wait_caught_up(connector, db, timeout: float, message: str = "streamer to catch up") -> None:
+    """Until the streamer has committed every transaction the server had when this was
+    called. The head is read once: read again at each poll it would move on with the
+    other lane's writes, and a streamer slower than them would never be seen to arrive."""
+    head = gtid(db)
+
+    def arrived() -> bool:
+        committed = (status(connector).get("committed") or {}).get("source", {})
+        return reached(committed.get("gtids"), head)
+
+    wait_for(arrived, timeout, interval=0.2, message=message)
 
 
 def cleanup(proc, writer=None) -> None:

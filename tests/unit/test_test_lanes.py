@@ -1,11 +1,12 @@
 """`make test`'s lanes (scripts/test_lanes.py): one exit code that fails CI whenever a lane
-failed, and pytest's "no tests collected" only when no lane ran a test."""
+failed, pytest's "no tests collected" only when no lane ran a test, and each failure said
+again at the end of the run."""
 
 from __future__ import annotations
 
 import pytest
 
-from scripts.test_lanes import NOTHING_COLLECTED, combined
+from scripts.test_lanes import NOTHING_COLLECTED, combined, failure_digest
 
 
 @pytest.mark.parametrize(
@@ -40,3 +41,25 @@ def test_each_test_runs_in_exactly_one_lane(pytester, monkeypatch):
         result = pytester.runpytest("-q", "-p", "no:cacheprovider", "--collect-only")
         seen[lane] = sorted(line.split("::")[-1] for line in result.outlines if "::" in line)
     assert seen == {"airflow": ["test_a"], "shared": ["test_b"], "exclusive": ["test_c"]}
+
+
+def test_the_digest_repeats_each_failure_with_its_assertion_and_nothing_that_passed(pytester):
+    pytester.makepyfile(
+        test_mixed=(
+            "import pytest\n\n"
+            "def test_passes(): assert True\n\n"
+            "def test_fails_late():\n    print('x' * 5000)\n    assert 1 + 1 == 3, 'arithmetic broke'\n\n"
+            "@pytest.fixture\ndef broken(): raise RuntimeError('fixture broke')\n\n"
+            "def test_errors(broken): pass\n"
+        )
+    )
+    output = "\n".join(pytester.runpytest("-ra", "-p", "no:cacheprovider").outlines)
+    digest = failure_digest(output, per_failure=1500)
+    assert "--- test_fails_late" in digest
+    assert "E       AssertionError: arithmetic broke" in digest  # the traceback's end, before its output
+    assert "--- ERROR at setup of test_errors" in digest and "fixture broke" in digest
+    assert "FAILED test_mixed.py::test_fails_late" in digest
+    assert "ERROR test_mixed.py::test_errors" in digest
+    assert "test_passes" not in digest
+    assert "x" * 400 in digest and "x" * 600 not in digest  # a third of the limit for what it printed
+    assert failure_digest("\n".join(pytester.runpytest("-k", "passes").outlines)) == ""

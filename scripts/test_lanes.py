@@ -57,7 +57,7 @@ def _banner(text: str) -> None:
 
 
 _SECTION = re.compile(r"^=+ (.+?) =+$", re.MULTILINE)
-_FAILURE = re.compile(r"^_{3,} (.+?) _{3,}$", re.MULTILINE)
+_FAILURE = re.compile(r"^_+ (.+?) _+$", re.MULTILINE)  # one `_` a side when the name is long
 _CAPTURED = re.compile(r"^-+ Captured .+ -+$", re.MULTILINE)
 
 
@@ -78,7 +78,7 @@ def failure_digest(output: str, per_failure: int = 3000) -> str:
         following = [m.start() for m in _SECTION.finditer(output, begin)]
         body = output[begin : following[0] if following else len(output)]
         heads = list(_FAILURE.finditer(body))
-        for head, after in zip(heads, [*heads[1:], None], strict=True):
+        for head, after in zip(heads, [*heads[1:], None][: len(heads)], strict=True):
             report = body[head.end() : after.start() if after else len(body)].strip("\n")
             captured = _CAPTURED.search(report)
             traceback, output_seen = (

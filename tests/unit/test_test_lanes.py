@@ -50,7 +50,8 @@ def test_the_digest_repeats_each_failure_with_its_assertion_and_nothing_that_pas
             "def test_passes(): assert True\n\n"
             "def test_fails_late():\n    print('x' * 5000)\n    assert 1 + 1 == 3, 'arithmetic broke'\n\n"
             "@pytest.fixture\ndef broken(): raise RuntimeError('fixture broke')\n\n"
-            "def test_errors(broken): pass\n"
+            "def test_errors(broken): pass\n\n"
+            f"def test_{'named_at_length' * 8}(): assert False, 'long name'\n"
         )
     )
     output = "\n".join(pytester.runpytest("-ra", "-p", "no:cacheprovider").outlines)
@@ -60,6 +61,7 @@ def test_the_digest_repeats_each_failure_with_its_assertion_and_nothing_that_pas
     assert "--- ERROR at setup of test_errors" in digest and "fixture broke" in digest
     assert "FAILED test_mixed.py::test_fails_late" in digest
     assert "ERROR test_mixed.py::test_errors" in digest
+    assert f"--- test_{'named_at_length' * 8}" in digest  # a heading with one `_` a side
     assert "test_passes" not in digest
     assert "x" * 400 in digest and "x" * 600 not in digest  # a third of the limit for what it printed
     assert failure_digest("\n".join(pytester.runpytest("-k", "passes").outlines)) == ""

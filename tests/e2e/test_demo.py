@@ -84,10 +84,10 @@ def test_the_vitess_demo_runs_beside_the_mysql_one_and_delta_equals_the_union_of
             if r["dag_run_id"] in out and r["conf"].get("connector") == "demo_vitess"
         ]
         assert snapshot["conf"] == run.snapshot_form(config)
-        with airflow_server.client() as client:
-            status = client.get("/tidemark/status.json").json()
-        demo = next(c for c in status["connectors"] if c["name"] == "demo_vitess")
-        assert demo["streamer"]["state"] == "running" and demo["alerts"] == []
+        demo = within(
+            120, lambda: demo_status(airflow_server, "running", "demo_vitess"), "its streamer running"
+        )
+        assert demo["alerts"] == []
         finished = next(s for s in demo["snapshots"] if s["state"] == "finished")
         # one window sequence per table and shard
         assert sorted(t["table"] for t in finished["tables"]) == sorted(
@@ -241,11 +241,11 @@ def counted_before(airflow_server, dag_id: str, printed: str, running: dict) -> 
     return sum(int(c[0]) for c in counts.values())
 
 
-def demo_status(airflow_server, state: str) -> dict | None:
-    """The demo connector on the status page, when its streamer is in `state`."""
+def demo_status(airflow_server, state: str, name: str = "demo") -> dict | None:
+    """A demo connector on the status page, when its streamer is in `state`."""
     with airflow_server.client() as client:
         status = client.get("/tidemark/status.json").json()
-    demo = next(c for c in status["connectors"] if c["name"] == "demo")
+    demo = next(c for c in status["connectors"] if c["name"] == name)
     return demo if demo["streamer"]["state"] == state else None
 
 

@@ -78,8 +78,9 @@ def failure_digest(output: str, per_failure: int = 3000) -> str:
         following = [m.start() for m in _SECTION.finditer(output, begin)]
         body = output[begin : following[0] if following else len(output)]
         heads = list(_FAILURE.finditer(body))
-        for head, after in zip(heads, [*heads[1:], None][: len(heads)], strict=True):
-            report = body[head.end() : after.start() if after else len(body)].strip("\n")
+        ends = [head.start() for head in heads[1:]] + [len(body)]
+        for head, end in zip(heads, ends, strict=True):
+            report = body[head.end() : end].strip("\n")
             captured = _CAPTURED.search(report)
             traceback, output_seen = (
                 (report[: captured.start()], report[captured.start() :]) if captured else (report, "")
@@ -133,11 +134,9 @@ def main(args: list[str]) -> int:
     _banner("lane `exclusive`: tests that stop a service or change a server-wide setting, alone")
     codes["exclusive"] = _in_view("exclusive", args, logs["exclusive"])
     for lane, code in codes.items():
-        digest = (
-            failure_digest(logs[lane].read_text(errors="replace"))
-            if code not in (0, NOTHING_COLLECTED)
-            else ""
-        )
+        if code in (0, NOTHING_COLLECTED):
+            continue
+        digest = failure_digest(logs[lane].read_text(errors="replace"))
         if digest:
             _banner(f"lane `{lane}` failed (exit {code}): its failures again, cut short")
             print(digest, flush=True)

@@ -10,17 +10,15 @@ import os
 import re
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cdc_core.config.connector_config import load_config
 from demo import run, sources, streamer_dag
 from scripts import services
+from tests.support.streamer import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
 
@@ -84,9 +82,8 @@ def test_the_vitess_demo_runs_beside_the_mysql_one_and_delta_equals_the_union_of
             if r["dag_run_id"] in out and r["conf"].get("connector") == "demo_vitess"
         ]
         assert snapshot["conf"] == run.snapshot_form(config)
-        demo = within(
-            120, lambda: demo_status(airflow_server, "running", "demo_vitess"), "its streamer running"
-        )
+        # (at a slot's handover the streamer is stopped for a moment)
+        demo = wait_for(lambda: demo_status(airflow_server, "running", "demo_vitess"), 120, 1, "its streamer")
         assert demo["alerts"] == []
         finished = next(s for s in demo["snapshots"] if s["state"] == "finished")
         # one window sequence per table and shard
@@ -150,9 +147,7 @@ def test_the_demo_runs_the_main_job_through_airflow_and_delta_equals_the_source(
         assert len(runs) >= 2
         failed = {r["dag_run_id"]: airflow_server.task_states(stream_dag, r["dag_run_id"]) for r in runs}
         assert not [f for f in failed.values() if "failed" in f.values()], failed
-        demo = within(
-            120, lambda: demo_status(airflow_server, "running"), "the status page to show it running"
-        )
+        demo = wait_for(lambda: demo_status(airflow_server, "running"), 120, 1, "the streamer running")
         assert demo["alerts"] == []
         # Every figure is said with what it counts, and they agree: the transactions the
         # workload ran, the change events the streamer counted, the records in the log.
@@ -194,16 +189,6 @@ def test_the_demo_runs_the_main_job_through_airflow_and_delta_equals_the_source(
             streamer_dag.stop(airflow_server, config)  # leave no streamer running
 
 
-def within(timeout: float, found: Callable[[], Any], what: str) -> Any:
-    """What `found` returns once it returns something: at a slot's handover no run is
-    running for a moment (the next starts when one ends), nor is the streamer."""
-    deadline = time.monotonic() + timeout
-    while not (value := found()):
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f}s waiting for {what}"
-        time.sleep(1)
-    return value
-
-
 def streaming_run(airflow_server, dag_id: str) -> dict:
     """The DAG's one running run whose `stream` task runs the streamer."""
 
@@ -214,7 +199,8 @@ def streaming_run(airflow_server, dag_id: str) -> dict:
             return runs[0]
         return None
 
-    return within(180, running, f"a run of {dag_id} streaming")
+    # (at a slot's handover no run is running for a moment: the next starts when one ends)
+    return wait_for(running, 180, 1, f"a run of {dag_id} streaming")
 
 
 def counted_before(airflow_server, dag_id: str, printed: str, running: dict) -> int:

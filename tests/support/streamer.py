@@ -180,11 +180,12 @@ def wait_process(proc: subprocess.Popen[bytes], timeout: float, log: Path | None
         ) from None
 
 
-def wait_for(predicate: Any, timeout: float, interval: float = 0.1, message: str = "condition") -> None:
+def wait_for(predicate: Any, timeout: float, interval: float = 0.1, message: str = "condition") -> Any:
+    """The predicate's first true value (a found thing, or True), polled until `timeout`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if predicate():
-            return
+        if value := predicate():
+            return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 

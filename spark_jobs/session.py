@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_jobs.classpath import PROJECT_ROOT, spark_jars_csv
+from spark_jobs.driver_jvm import driver_java_options
 
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -47,9 +48,7 @@ def local_defaults() -> dict[str, str]:
         "spark.driver.memory": os.environ.get("TIDEMARK_SPARK_DRIVER_MEMORY", "2g"),
         "spark.local.dir": str(scratch / "tmp"),
         "spark.sql.warehouse.dir": str(scratch / "warehouse"),
-        # UTC JVMs: JDBC date-time values cross java.sql.Timestamp without a zone shift
-        # (a wall-clock time in a daylight-saving gap of the machine's zone would move).
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch / 'derby'} -Duser.timezone=UTC",
+        "spark.driver.extraJavaOptions": driver_java_options(),
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.sql.session.timeZone": "UTC",
     }

@@ -25,6 +25,15 @@ JOBS = PROJECT_ROOT / "spark_jobs"
 DEFAULT_CONF = {"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1"}
 
 
+def driver_conf(conf: dict[str, Any] | None) -> dict[str, Any]:
+    """`conf` with the driver JVM's options (UTC, the class archive) unless it sets its own;
+    settled when a job starts, since `make install` may have dumped the archive after the
+    DAG was parsed."""
+    from spark_jobs.driver_jvm import driver_java_options
+
+    return {"spark.driver.extraJavaOptions": driver_java_options(), **(conf or {})}
+
+
 def job_submission(
     connector: str,
     job_args: Callable[[ConnectorConfig, str], list[str]],
@@ -60,7 +69,7 @@ def submit_job(
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
     SparkSubmitHook(
-        conf=DEFAULT_CONF,
+        conf=driver_conf(DEFAULT_CONF),
         name=f"tidemark-{job.replace('_', '-')}",
         **job_submission(connector, job_args, extra_args),
     ).submit(str(JOBS / f"{job}.py"))
@@ -92,6 +101,7 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
         self.jars = self.jars or settings["jars"]
         self.application_args = settings["application_args"]
         self.env_vars = settings["env_vars"]
+        self.conf = driver_conf(self.conf)
         self._hook = None
         return super().execute(context)
 

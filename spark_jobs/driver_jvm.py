@@ -103,18 +103,21 @@ def _identity(path: Path) -> bytes:
 def accepted(archive: Path) -> tuple[bool, str]:
     """Whether spark-submit's driver maps `archive` (`-Xshare:on` makes a JVM that cannot
     use it fail instead of running without it), with the JVM's message when it does not."""
-    result = subprocess.run(
-        [
-            str(spark_home() / "bin" / "spark-submit"),
-            "--driver-java-options",
-            f"-Xshare:on -XX:SharedArchiveFile={archive}",
-            "--version",
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "SPARK_HOME": str(spark_home())},
-        timeout=300,
-    )
+    try:
+        result = subprocess.run(
+            [
+                str(spark_home() / "bin" / "spark-submit"),
+                "--driver-java-options",
+                f"-Xshare:on -XX:SharedArchiveFile={archive}",
+                "--version",
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "SPARK_HOME": str(spark_home())},
+            timeout=300,
+        )
+    except subprocess.TimeoutExpired:
+        return False, "spark-submit --version did not end within 300 s"
     return result.returncode == 0, (result.stdout + result.stderr).strip()[-2000:]
 
 
@@ -147,7 +150,8 @@ def build() -> Path | None:
         partial.unlink(missing_ok=True)
         failed.write_text(message)
         print(
-            f"driver_jvm: the class archive could not be built (log: {log}); Spark drivers start without it",
+            f"driver_jvm: the class archive could not be built (log: {log}); Spark drivers start without it"
+            f" (remove {failed} to try again)",
             file=sys.stderr,
         )
         return None

@@ -86,3 +86,14 @@ def test_airflow_jobs_get_the_driver_options_unless_they_set_their_own(machine):
     assert conf["spark.ui.enabled"] == "false"
     own = {"spark.driver.extraJavaOptions": "-Xss4m"}
     assert driver_conf(own)["spark.driver.extraJavaOptions"] == "-Xss4m"
+
+
+def test_a_failed_dump_leaves_drivers_without_an_archive_and_is_not_retried(machine, capsys):
+    """The fake JDK cannot start a driver, so the dump fails as a broken JDK would."""
+    assert driver_jvm.build() is None
+    assert "could not be built" in capsys.readouterr().err
+    assert not driver_jvm.archive_path().exists()
+    assert "SharedArchiveFile" not in driver_jvm.driver_java_options()
+    # Every `make install` would otherwise spend the dump's minute again on the same JDK.
+    assert driver_jvm.build() is None
+    assert capsys.readouterr().err == ""

@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# Every local Spark file (scratch, warehouse, Derby) lives under here.
+SPARK_SCRATCH = PROJECT_ROOT / ".local" / "spark"
 
 
 class MissingJarsError(RuntimeError):

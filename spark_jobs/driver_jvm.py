@@ -29,10 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from spark_jobs.classpath import PROJECT_ROOT, spark_jars_dir
+from spark_jobs.classpath import PROJECT_ROOT, SPARK_SCRATCH, spark_jars_dir
 
 ARCHIVE_DIR = PROJECT_ROOT / ".local" / "jvm"
-SCRATCH = PROJECT_ROOT / ".local" / "spark"
 # Set to "off" to start drivers without the archive (to measure it, or to rule it out).
 SWITCH = "TIDEMARK_SPARK_CDS"
 
@@ -42,7 +41,7 @@ def driver_java_options(dump_to: Path | None = None) -> str:
     date-times cross java.sql.Timestamp without a zone shift (a wall-clock time in a
     daylight-saving gap of the machine's zone would move); Derby's files under `.local/`;
     the class archive when a current one exists."""
-    options = [f"-Dderby.system.home={SCRATCH / 'derby'}", "-Duser.timezone=UTC"]
+    options = [f"-Dderby.system.home={SPARK_SCRATCH / 'derby'}", "-Duser.timezone=UTC"]
     if dump_to is not None:
         options.append(f"-XX:ArchiveClassesAtExit={dump_to}")
     else:
@@ -100,25 +99,25 @@ def _identity(path: Path) -> bytes:
     return f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode()
 
 
+def submit_version(java_options: str, *args: str) -> tuple[int, str]:
+    """`spark-submit --version` with these driver options: the cheapest driver JVM that
+    starts on spark-submit's own class path. Its exit code and output."""
+    home = spark_home()
+    command = [str(home / "bin" / "spark-submit"), "--driver-java-options", java_options, *args, "--version"]
+    try:
+        run = subprocess.run(
+            command, capture_output=True, text=True, env={**os.environ, "SPARK_HOME": str(home)}, timeout=300
+        )
+    except subprocess.TimeoutExpired:
+        return 1, "spark-submit --version did not end within 300 s"
+    return run.returncode, (run.stdout + run.stderr).strip()
+
+
 def accepted(archive: Path) -> tuple[bool, str]:
     """Whether spark-submit's driver maps `archive` (`-Xshare:on` makes a JVM that cannot
     use it fail instead of running without it), with the JVM's message when it does not."""
-    try:
-        result = subprocess.run(
-            [
-                str(spark_home() / "bin" / "spark-submit"),
-                "--driver-java-options",
-                f"-Xshare:on -XX:SharedArchiveFile={archive}",
-                "--version",
-            ],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "SPARK_HOME": str(spark_home())},
-            timeout=300,
-        )
-    except subprocess.TimeoutExpired:
-        return False, "spark-submit --version did not end within 300 s"
-    return result.returncode == 0, (result.stdout + result.stderr).strip()[-2000:]
+    code, output = submit_version(f"-Xshare:on -XX:SharedArchiveFile={archive}")
+    return code == 0, output[-2000:]
 
 
 def build() -> Path | None:
@@ -165,11 +164,12 @@ def build() -> Path | None:
 def _workload(dump_to: Path) -> None:
     """What a Tidemark driver does, so the classes it loads are the ones archived: a
     session, JSON parsing, a Delta write, MERGE, read and history."""
+    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     from spark_jobs.session import build_session
 
-    with tempfile.TemporaryDirectory(dir=SCRATCH.parent) as scratch:
+    with tempfile.TemporaryDirectory(dir=SPARK_SCRATCH.parent) as scratch:
         spark = build_session(
             "tidemark-class-archive",
             "local[2]",
@@ -179,8 +179,6 @@ def _workload(dump_to: Path) -> None:
         rows = spark.range(100).select("id", F.to_json(F.struct((F.col("id") * 2).alias("v"))).alias("json"))
         parsed = rows.select("id", F.from_json("json", "v long").alias("doc")).select("id", "doc.v")
         parsed.write.format("delta").save(table)
-        from delta.tables import DeltaTable
-
         changes = spark.range(50, 150).select("id", (F.col("id") * 3).alias("v"), F.lit(1).alias("ord"))
         newest = changes.groupBy("id").agg(F.max_by("v", "ord").alias("v"))
         (

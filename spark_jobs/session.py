@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.classpath import PROJECT_ROOT, spark_jars_csv
+from spark_jobs.classpath import SPARK_SCRATCH, spark_jars_csv
 from spark_jobs.driver_jvm import driver_java_options
 
 DELTA_CONF = {
@@ -26,7 +26,7 @@ DELTA_CONF = {
 
 def local_defaults() -> dict[str, str]:
     """Settings that suit a small machine and keep every Spark file under `.local/`."""
-    scratch = PROJECT_ROOT / ".local" / "spark"
+    scratch = SPARK_SCRATCH
     return {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",

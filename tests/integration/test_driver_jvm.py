@@ -4,7 +4,6 @@ that cannot use an archive runs without it, silently."""
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
@@ -33,15 +32,8 @@ def test_a_driver_runs_without_a_stale_archive_and_says_nothing_of_it(tmp_path, 
         extra = []
     options = driver_jvm.driver_java_options()
     assert "SharedArchiveFile" in options
-    home = driver_jvm.spark_home()
-    run = subprocess.run(
-        [str(home / "bin" / "spark-submit"), "--driver-java-options", options, *extra, "--version"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "SPARK_HOME": str(home)},
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr
-    assert "version" in run.stdout + run.stderr
-    said = (run.stdout + run.stderr).lower()
+    code, output = driver_jvm.submit_version(options, *extra)
+    assert code == 0, output
+    assert "version" in output
+    said = output.lower()
     assert "[cds" not in said and "shared archive" not in said, said

@@ -8,11 +8,14 @@ runs, after a streamer's first start has committed its start; then, from that st
 Snapshot: DOCS documents (default 5,000,000) in another collection, read by
   (c) a plain parallel find(): the `_id` range cut in PARALLELISM parts, one process each,
   (d) an incremental snapshot through the Spark chunk job (lakehouse release, the same
-      parallelism, JVM start included), from the signal to the streamer's last release.
+      parallelism), from the signal to the streamer's last release: in a Spark of the
+      job's own (JVM start included), then attached to a Spark Connect server started
+      just before (`spark_jobs.connect_server`: no JVM starts for the job; the server's
+      first job, its Python workers started by it).
 Figures side by side, (b) as a ratio of (a) and (d) of (c), with peak RSS.
 
     python -m bench mongodb [--changes N] [--docs N] [--parallelism P] [--log-format parquet|json]
-                            [--parts stream,snapshot] [--heap H]
+                            [--parts stream,snapshot] [--heap H] [--spark own,connect]
 
 The test server keeps its data and change history in its JVM's memory (`--heap`, 12 GiB by
 default, about 2.8 GB a million documents). On this 24 GiB machine 5,000,000 of these
@@ -41,6 +44,7 @@ from bench.snapshot_throughput import spark_env, wait_finished
 from bench.streamer_throughput import peak_rss_mb
 
 DB = "bench_mg"
+SPARK_MODES = {"own": "own Spark", "connect": "Spark Connect"}
 
 
 def document(i: int) -> dict[str, Any]:
@@ -158,9 +162,10 @@ def _all_written(state: Path, written: int) -> bool:
         return False
 
 
-def snapshot_part(server: Any, work: Path, docs: int, parallelism: int) -> dict[str, dict[str, float]]:
-    from cdc_core.connectors.registry import connector_of
-    from cdc_core.signals.sending import send_signal
+def snapshot_part(
+    server: Any, work: Path, docs: int, parallelism: int, modes: list[str]
+) -> dict[str, dict[str, float]]:
+    from scripts.services.spark_connect import SparkConnect
     from tests.support.streamer import connector_file
 
     client = server.client()
@@ -179,40 +184,83 @@ def snapshot_part(server: Any, work: Path, docs: int, parallelism: int) -> dict[
     }, prefix="benchmgs")  # fmt: skip
     log = work / "snapshot-streamer.log"
     proc, rss = streamer(c.path, log), [0.0]
+    figures: dict[str, dict[str, float]] = {}
+    connect_server = None
     try:
         while committed(c.state) is None:
             time.sleep(0.1)
-        started = time.perf_counter()
-        config = c.config()
-        data = {"data-collections": [f"{DB}.s"], "tidemark.reader": "spark",
-                "tidemark.release": "lakehouse", "tidemark.chunk-size": 65536}  # fmt: skip
-        send_signal(connector_of(config), config, "bench-mg", "execute-snapshot", data)
-        job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", "--config", str(c.path),
-               "--signal", "bench-mg", "--staging", str(work / "staging"), "--parallelism", str(parallelism),
-               "--master", f"local[{parallelism}]"]  # fmt: skip
-        result = subprocess.run(
-            job, env=spark_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        if result.returncode:
-            raise SystemExit(f"the Spark chunk job failed:\n{result.stderr[-8000:]}")
-        job_seconds = time.perf_counter() - started
-        for line in result.stderr.splitlines():
-            if " INFO __main__: " in line:  # where the job's time went: plan, Spark, windows
-                print("   ", line, flush=True)
-        summary = wait_finished(c.state, "bench-mg", proc, rss)
-        seconds = time.perf_counter() - started
-        print(f"    chunk job exited after {job_seconds:.1f}s, the streamer released all at {seconds:.1f}s")
+        for run, mode in enumerate(modes):
+            if mode == "connect" and connect_server is None:
+                connect_server = SparkConnect()
+                t = time.perf_counter()
+                connect_server.start()  # for the jobs that follow, as a long-lived server would be
+                print(f"    Spark Connect server up in {time.perf_counter() - t:.1f}s", flush=True)
+            url = connect_server.url if mode == "connect" and connect_server else None
+            figures[run_name(modes, run)] = snapshot_run(
+                c, work, f"{mode}-{run}", url, docs, parallelism, proc, rss
+            )
     finally:
         stop(proc)
+        if connect_server is not None:
+            connect_server.stop()
     scans.append(bare("scan", server.uri, DB, "s", parallelism))
     print("    scan before the job {:.1f}s, after it {:.1f}s".format(*(s["seconds"] for s in scans)))
     scan = min(scans, key=lambda s: s["seconds"])
+    if scan["count"] != docs:
+        print(f"WARNING: the scan read {scan['count']:,} of {docs:,} documents")
+    return {"scan": scan, **figures}
+
+
+def run_name(modes: list[str], run: int) -> str:
+    """`own`, `connect`, and `connect-2` for the server's second job."""
+    mode = modes[run]
+    nth = modes[: run + 1].count(mode)
+    return mode if nth == 1 else f"{mode}-{nth}"
+
+
+def snapshot_run(
+    c: Any,
+    work: Path,
+    name: str,
+    remote: str | None,
+    docs: int,
+    parallelism: int,
+    proc: subprocess.Popen[bytes],
+    rss: list[float],
+) -> dict[str, float]:
+    """One incremental snapshot of the collection through the chunk job, from its signal to
+    the streamer's last release: in a Spark of the job's own (JVM start included) or
+    attached to the Spark Connect server at `remote`."""
+    from cdc_core.connectors.registry import connector_of
+    from cdc_core.signals.sending import send_signal
+
+    signal_id = f"bench-mg-{name}"
+    started = time.perf_counter()
+    config = c.config()
+    data = {"data-collections": [f"{DB}.s"], "tidemark.reader": "spark",
+            "tidemark.release": "lakehouse", "tidemark.chunk-size": 65536}  # fmt: skip
+    send_signal(connector_of(config), config, signal_id, "execute-snapshot", data)
+    job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", "--config", str(c.path),
+           "--signal", signal_id, "--staging", str(work / f"staging-{name}"), "--parallelism", str(parallelism),
+           *(["--remote", remote] if remote else ["--master", f"local[{parallelism}]"])]  # fmt: skip
+    result = subprocess.run(
+        job, env=spark_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    if result.returncode:
+        raise SystemExit(f"the Spark chunk job ({name}) failed:\n{result.stderr[-8000:]}")
+    job_seconds = time.perf_counter() - started
+    for line in result.stderr.splitlines():
+        if " INFO __main__: " in line:  # where the job's time went: plan, Spark, windows
+            print("   ", line, flush=True)
+    summary = wait_finished(c.state, signal_id, proc, rss)
+    seconds = time.perf_counter() - started
+    print(
+        f"    chunk job ({name}) exited after {job_seconds:.1f}s, the streamer released all at {seconds:.1f}s"
+    )
     rows = sum(t.get("rows_released", 0) for t in summary.get("tables", []))
-    if rows != docs or scan["count"] != docs:
-        print(
-            f"WARNING: the snapshot released {rows:,} and the scan read {scan['count']:,} of {docs:,} documents"
-        )
-    return {"scan": scan, "spark": {"count": docs, "seconds": seconds, "rss_mb": rss[0]}}
+    if rows != docs:
+        print(f"WARNING: the snapshot ({name}) released {rows:,} of {docs:,} documents")
+    return {"count": docs, "seconds": seconds, "rss_mb": rss[0]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,7 +277,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--parts", default="stream,snapshot", help="which parts to run: stream, snapshot or both"
     )
+    parser.add_argument(
+        "--spark",
+        default="own,connect,connect",
+        help="where each chunk job runs, in turn: own (a Spark of its own) or connect (one Spark "
+        "Connect server, started before its first job and kept for the next)",
+    )
     args = parser.parse_args(argv)
+    if not set(args.spark.split(",")) <= set(SPARK_MODES):
+        parser.error(f"--spark takes {', '.join(SPARK_MODES)}")
     os.environ.setdefault("TIDEMARK_DB_USER", "tidemark")
     work = Path(tempfile.mkdtemp(prefix="tidemark-bench-mongodb-"))
     results: dict[str, dict[str, float]] = {}
@@ -238,11 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         r, b = results[key], results[base]
         ratio = (r["count"] / r["seconds"]) / (b["count"] / b["seconds"])
         print(
-            f"{name:52s} {r['count'] / r['seconds']:10,.0f} {unit:9s} {r['seconds']:8.1f} {r['rss_mb']:10.0f} {ratio:8.0%}",
+            f"{name:64s} {r['count'] / r['seconds']:10,.0f} {unit:9s} {r['seconds']:8.1f} {r['rss_mb']:10.0f} {ratio:8.0%}",
             flush=True,
         )
 
-    header = f"\n{'reader':52s} {'rate':>10s} {'':9s} {'seconds':>8s} {'peak RSS':>10s} {'vs floor':>8s}"
+    header = f"\n{'reader':64s} {'rate':>10s} {'':9s} {'seconds':>8s} {'peak RSS':>10s} {'vs floor':>8s}"
     for part in [p for p in ("stream", "snapshot") if p in args.parts.split(",")]:
         # one server per part, each starting with an empty memory; each part's figures are
         # printed as soon as it ends
@@ -260,7 +316,8 @@ def main(argv: list[str] | None = None) -> int:
                     "events/s",
                 )
             else:
-                results.update(snapshot_part(server, work, args.docs, args.parallelism))
+                modes = args.spark.split(",")
+                results.update(snapshot_part(server, work, args.docs, args.parallelism, modes))
                 print(header)
                 line(
                     f"plain parallel find() scan, {args.parallelism} processes (floor)",
@@ -268,7 +325,10 @@ def main(argv: list[str] | None = None) -> int:
                     "scan",
                     "docs/s",
                 )
-                line("Spark chunk job snapshot, lakehouse release", "spark", "scan", "docs/s")
+                for run, mode in enumerate(modes):
+                    name = run_name(modes, run)
+                    label = SPARK_MODES[mode] + name.removeprefix(mode).replace("-", ", job ")
+                    line(f"Spark chunk job snapshot, lakehouse release ({label})", name, "scan", "docs/s")
         finally:
             server.stop()
     print("\ntargets: the streamer and the snapshot each reach at least 70% of their floor")

@@ -49,6 +49,7 @@ from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.requests import Shaping, requested_tables
+from spark_jobs.connect_server import REMOTE_ENV
 from spark_jobs.snapshot_jvm_batches import JvmBatches
 from spark_jobs.snapshot_plan import check_unplanned, load_plan, plan_uri, save_plan
 from spark_jobs.snapshot_windows import run_windows
@@ -136,17 +137,26 @@ def main(argv: list[str] | None = None) -> int:
         help="Spark's JDBC reader, or Python on the executors; auto: JDBC where every column reads exactly",
     )
     parser.add_argument("--master", help="Spark master (default: spark-submit's, or local[*])")
+    parser.add_argument(
+        "--remote",
+        default=os.environ.get(REMOTE_ENV) or None,
+        help=f"a Spark Connect server to run on (sc://HOST:PORT; default: ${REMOTE_ENV}) instead of a Spark of its own",
+    )
     args = parser.parse_args(argv)
 
-    from spark_jobs.session import build_session
+    from spark_jobs.session import build_session, remote_session
 
     config = load_config(args.config)
     signal_table = config.get("signal.data.collection")
     if not signal_table:
         raise SystemExit("the connector has no signal.data.collection: incremental snapshots need it")
-    # The JVM (about 5 s) starts while the signal is read and the database plans the windows.
+    # The JVM (about 5 s) starts, or the remote session opens, while the signal is read and
+    # the database plans the windows.
     began = time.monotonic()
-    starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
+    if args.remote:
+        starting = ThreadPoolExecutor(1).submit(remote_session, args.remote)
+    else:
+        starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
     staging = args.staging if "://" in args.staging else os.path.abspath(args.staging)
     connector = connector_of(config)
     jvm_reader = connector.spark_reader(config)
@@ -171,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             spark.conf.set(name, value)
         per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
         read_with = args.read_with
-        if not spark_can_write(spark, staging):
+        if not args.remote and not spark_can_write(spark, staging):  # a server's classes are its own
             if read_with == "jdbc":
                 raise TidemarkError(f"Spark cannot write to {staging}: {S3A_HINT}")
             log.warning("Spark cannot write to %s (%s); windows are read by Python", staging, S3A_HINT)
@@ -197,15 +207,9 @@ def main(argv: list[str] | None = None) -> int:
             jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse, partition)
             results += jobs.run(table_windows, per_batch)
         if python_windows:
-            signal_id = args.signal
-            results += (
-                spark.sparkContext.parallelize(
-                    python_windows, max(1, min(args.parallelism, len(python_windows)))
-                )
-                .mapPartitions(
-                    lambda part: run_windows(list(part), config, signal_id, staging, shaping, lakehouse)
-                )
-                .collect()
+            tasks = max(1, min(args.parallelism, len(python_windows)))
+            results += python_reads(
+                spark, python_windows, tasks, config, args.signal, staging, shaping, lakehouse
             )
     finally:
         driver.close()
@@ -219,6 +223,35 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(summary))
     return 0
+
+
+def python_reads(
+    spark: Any,
+    windows: list[dict[str, Any]],
+    tasks: int,
+    config: ConnectorConfig,
+    signal_id: str,
+    staging: str,
+    shaping: Shaping,
+    lakehouse: bool,
+) -> list[dict[str, Any]]:
+    """Windows read by Python on the executors, `tasks` at once: a DataFrame of the windows
+    mapped by Arrow batches rather than an RDD, so the same code runs on a Spark of the
+    job's own and on a Spark Connect server (which has no SparkContext to parallelize on).
+    Each task reads its windows in plan order, one at a time."""
+    import pyarrow as pa
+
+    def read(batches: Any) -> Any:
+        for batch in batches:
+            part = [json.loads(text) for text in batch.column(0).to_pylist()]
+            done = run_windows(part, config, signal_id, staging, shaping, lakehouse)
+            yield pa.RecordBatch.from_pydict({"result": [json.dumps(r) for r in done]})
+
+    rows = [(i, json.dumps(w)) for i, w in enumerate(windows)]
+    frame = spark.createDataFrame(rows, "seq long, window string")
+    # a contiguous range of the plan per task, as RDD slices were
+    spread = frame.repartitionByRange(tasks, "seq").sortWithinPartitions("seq").select("window")
+    return [json.loads(row.result) for row in spread.mapInArrow(read, "result string").collect()]
 
 
 S3A_HINT = "s3a:// needs hadoop-aws on Spark's classpath (spark-submit --packages org.apache.hadoop:hadoop-aws:VERSION)"

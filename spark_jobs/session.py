@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 
+from cdc_core.errors import TidemarkError
 from spark_jobs.classpath import SPARK_SCRATCH, spark_jars_csv
 from spark_jobs.driver_jvm import driver_java_options
 
@@ -77,6 +78,37 @@ def build_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("TIDEMARK_SPARK_LOG_LEVEL", "WARN"))
     return session
+
+
+def remote_session(url: str) -> SparkSession:
+    """A session on a running Spark Connect server (`spark_jobs.connect_server`): no JVM
+    starts in this process. The server is reached first, since the client retries an
+    unreachable one for minutes before it fails. The URL may carry a token, so only its
+    host and port are ever shown."""
+    import socket
+
+    host, port = connect_address(url)
+    try:
+        socket.create_connection((host, port), timeout=10).close()
+    except OSError as exc:
+        raise TidemarkError(
+            f"no Spark Connect server at {host}:{port} ({exc.strerror or exc}); start one with "
+            "`python -m spark_jobs.connect_server` (locally: `python -m scripts.services up spark-connect`)"
+        ) from None
+    session = SparkSession.builder.remote(url).getOrCreate()
+    session.conf.set("spark.sql.session.timeZone", "UTC")
+    return session
+
+
+def connect_address(url: str) -> tuple[str, int]:
+    """Host and port of a Spark Connect URL, `sc://HOST[:PORT][/;param=value...]` (15002
+    when none is given, as Spark's client assumes)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme != "sc" or not parts.hostname:
+        raise TidemarkError("a Spark Connect URL looks like sc://HOST:PORT")
+    return parts.hostname, parts.port or 15002
 
 
 def _submitted() -> bool:

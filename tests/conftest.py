@@ -208,3 +208,16 @@ def spark():
     session = build_session("tidemark-tests", master="local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect() -> Iterator[str]:
+    """A Spark Connect server (the `spark-connect` service) for the whole test run; its URL.
+    Left running when it was up before the run."""
+    from scripts.services.spark_connect import SparkConnect
+
+    server = SparkConnect()
+    started = server.start()
+    yield server.url
+    if started:
+        server.stop()

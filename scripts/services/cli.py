@@ -15,7 +15,7 @@ system-wide service.
 
 Names: mariadb, vitess (the VTGate test double's four MariaDB shard servers), vtgate (the
 double itself on fixed ports, for the Vitess demo; starts vitess), kafka,
-airflow-db (metadata database migrated, no process), airflow (``airflow standalone``:
+spark-connect (a Spark Connect server chunk jobs attach to with --remote), airflow-db (metadata database migrated, no process), airflow (``airflow standalone``:
 api-server, scheduler, dag-processor, triggerer).
 """
 
@@ -40,11 +40,13 @@ from scripts.services.settings import (
     DEMO_VITESS_CONN_ENV,
     environment,
 )
+from scripts.services.spark_connect import SparkConnect
 from scripts.services.vitess import VitessShards, VTGateDouble
 
 _VITESS = VitessShards()  # also the shard servers `vtgate` starts first
 SERVICES: dict[str, Service] = {
-    s.name: s for s in (MariaDB(), _VITESS, VTGateDouble(_VITESS), Kafka(), AirflowDB(), Airflow())
+    s.name: s
+    for s in (MariaDB(), _VITESS, VTGateDouble(_VITESS), Kafka(), SparkConnect(), AirflowDB(), Airflow())
 }
 DEFAULT_UP = ["mariadb", "kafka", "airflow"]
 

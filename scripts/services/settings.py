@@ -26,6 +26,8 @@ class Ports:
     # The VTGate double run as a service (the Vitess demo): VStream over gRPC, MySQL protocol.
     vtgate_grpc: int = int(os.environ.get("TIDEMARK_VTGATE_GRPC_PORT", "15991"))
     vtgate_mysql: int = int(os.environ.get("TIDEMARK_VTGATE_MYSQL_PORT", "15306"))
+    # The Spark Connect server that chunk jobs attach to (`--remote`).
+    spark_connect: int = int(os.environ.get("TIDEMARK_SPARK_CONNECT_PORT", "15002"))
 
 
 PORTS = Ports()
@@ -105,6 +107,7 @@ def environment() -> dict[str, str]:
         ),
         "TIDEMARK_VTGATE_GRPC_PORT": str(PORTS.vtgate_grpc),
         "TIDEMARK_VTGATE_MYSQL_PORT": str(PORTS.vtgate_mysql),
+        "TIDEMARK_SPARK_CONNECT_PORT": str(PORTS.spark_connect),
         "AIRFLOW_CONN_TIDEMARK_SPARK": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "TIDEMARK_CONNECTORS_DIR": os.environ.get("TIDEMARK_CONNECTORS_DIR", str(ROOT / "connectors")),
         "PYTHONPATH": os.pathsep.join(

@@ -25,6 +25,7 @@ from tests.support.snapshots import (
     cleanup,
     finished,
     ids,
+    run_chunk_job_remotely,
     seed,
     send_signal,
     status,
@@ -559,13 +560,16 @@ def test_read_only_snapshot_uses_gtid_positions_and_writes_nothing(
     assert all(e["transaction"]["id"].startswith("snapshot-window-") for e in reads)
 
 
-@pytest.mark.parametrize("reader", ["inprocess", "spark-jdbc", "spark-python"])
+@pytest.mark.parametrize(
+    "reader", ["inprocess", "spark-jdbc", "spark-python", "connect-jdbc", "connect-python"]
+)
 def test_snapshot_reads_equal_streamed_rows_for_every_type(
     tmp_path, mariadb_admin_params, scratch_db, reader, request
 ):
     """The chunk reader's values (pymysql; for the Spark job, Spark's JDBC reader or pymysql
-    on the executors, staged as Parquet) go through the same type mapping as binlog rows
-    and must give identical events."""
+    on the executors, staged as Parquet; the job in a Spark of its own or attached to a
+    Spark Connect server) go through the same type mapping as binlog rows and must give
+    identical events."""
     from tests.support.types_table import TYPES_DDL, TYPES_ROW
 
     db = admin(mariadb_admin_params, scratch_db)
@@ -579,14 +583,29 @@ def test_snapshot_reads_equal_streamed_rows_for_every_type(
         with db.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
             cur.execute(TYPES_ROW)
-        data = {"data-collections": [f"{scratch_db}.t"], "tidemark.reader": reader.split("-")[0]}
+        where, read_with = reader.partition("-")[::2]
+        data = {
+            "data-collections": [f"{scratch_db}.t"],
+            "tidemark.reader": "inprocess" if not read_with else "spark",
+        }
         send_signal(db, ids[f"types-{reader}"], "execute-snapshot", data)
-        if reader.startswith("spark"):
+        options = [
+            "--config",
+            str(c.path),
+            "--signal",
+            ids[f"types-{reader}"],
+            "--staging",
+            str(tmp_path / "staging"),
+        ]
+        if where == "spark":
             from spark_jobs.incremental_snapshot import main as chunk_job
 
             request.getfixturevalue("spark")
-            options = ["--staging", str(tmp_path / "staging"), "--read-with", reader.split("-")[1]]
-            assert chunk_job(["--config", str(c.path), "--signal", ids[f"types-{reader}"], *options]) == 0
+            assert chunk_job([*options, "--read-with", read_with]) == 0
+        elif where == "connect":
+            run_chunk_job_remotely(
+                request.getfixturevalue("spark_connect"), [*options, "--read-with", read_with]
+            )
         wait_finished(c, ids[f"types-{reader}"], 60, "snapshot of the type table")
         assert stop_process(proc) == 0
     finally:

@@ -24,7 +24,7 @@ from tests.support.mongo.capture import (
     source_documents,
     synced,
 )
-from tests.support.snapshots import finished, status
+from tests.support.snapshots import finished, run_chunk_job_remotely, status
 from tests.support.streamer import payloads, start_process, stop_process, wait_for, wait_process
 
 pytestmark = pytest.mark.integration
@@ -202,8 +202,13 @@ def test_id_ranges_are_answered_as_the_matcher_answers_them(db):
             assert walked == matched[skip : skip + 2], (window, skip)
 
 
-@pytest.mark.parametrize("release", ["stream", "lakehouse"])
-def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(mongodb, db, tmp_path, spark, release):
+@pytest.mark.parametrize(
+    ("release", "where"), [("stream", "own-spark"), ("lakehouse", "own-spark"), ("lakehouse", "connect")]
+)
+def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(
+    mongodb, db, tmp_path, spark, release, where, request
+):
+    """In a Spark of the job's own or attached to a Spark Connect server: the same windows."""
     from spark_jobs.delta_merge import run_local
     from spark_jobs.incremental_snapshot import main as chunk_job
 
@@ -224,7 +229,10 @@ def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(mongodb, db, tmp_p
         db["items"].update_one({"_id": 3}, {"$set": {"v": 100}})  # while the job reads
         db["items"].delete_one({"_id": 4})
         args = ["--config", str(c.path), "--staging", str(tmp_path / "staging"), "--parallelism", "2"]
-        assert chunk_job([*args, "--signal", "spark-1"]) == 0
+        if where == "connect":
+            run_chunk_job_remotely(request.getfixturevalue("spark_connect"), [*args, "--signal", "spark-1"])
+        else:
+            assert chunk_job([*args, "--signal", "spark-1"]) == 0
         finish(db, c, proc, "spark-1")
     finally:
         if proc.poll() is None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 
 import orjson
@@ -21,6 +24,15 @@ class _Ids(dict):
 
 
 ids = _Ids()
+
+
+def run_chunk_job_remotely(url: str, args: list[str]) -> dict:
+    """The Spark chunk job as its own process attached to the Spark Connect server at
+    `url` (no Spark in the process); its summary."""
+    job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", *args, "--remote", url]
+    done = subprocess.run(job, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert done.returncode == 0, f"the chunk job failed:\n{done.stderr[-6000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def send_signal(db, signal_id: str, kind: str, data: dict) -> None:

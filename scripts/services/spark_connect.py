@@ -1,0 +1,31 @@
+"""A Spark Connect server (`spark_jobs.connect_server`) as a local service, so chunk jobs
+can attach to a Spark that is already up (`--remote sc://127.0.0.1:PORT`)."""
+
+from __future__ import annotations
+
+import sys
+
+from scripts.services.base import Service
+from scripts.services.processes import _port_open
+from scripts.services.settings import PORTS
+
+
+class SparkConnect(Service):
+    name = "spark-connect"
+    start_timeout = 180.0  # a driver JVM with Delta on a slow two-core machine
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "spark_jobs.connect_server", "--port", str(PORTS.spark_connect)]
+
+    def conflicting_port(self) -> int | None:
+        return PORTS.spark_connect if _port_open(PORTS.spark_connect) else None
+
+    def ready(self) -> bool:
+        return _port_open(PORTS.spark_connect)
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{PORTS.spark_connect}"
+
+    def describe(self) -> str:
+        return self.url

@@ -2,6 +2,10 @@
 
     spark-submit spark_jobs/incremental_snapshot.py --config connector.yaml \\
         --signal SIGNAL_ID --staging /path/or/s3a://bucket/prefix [--parallelism 8]
+    python -m spark_jobs.incremental_snapshot ... --remote sc://HOST:15002
+
+With `--remote` (or TIDEMARK_SPARK_REMOTE) the job runs on a Spark Connect server that
+outlives it (`spark_jobs/connect_server.py`) and starts no JVM of its own.
 
 The snapshot is the one the execute-snapshot signal SIGNAL_ID asked for, with
 `"tidemark.reader": "spark"`: the job reads that signal back from the signal table and

@@ -87,6 +87,14 @@ ORCHESTRATION_PROPERTIES: list[Property] = [
         description="Airflow Spark connection the chunk, merge and housekeeping jobs are submitted with.",
     ),
     Property(
+        "airflow.spark.connect.conn.id",
+        "str",
+        check=_conn_id,
+        description="Airflow Spark Connect connection (type `spark_connect`): when set, the chunk job runs "
+        "attached to that long-lived server (`spark_jobs/connect_server.py`) instead of being submitted, so "
+        "no driver JVM starts per snapshot; the merge and housekeeping jobs are still submitted.",
+    ),
+    Property(
         "airflow.streamer.interval.minutes",
         "int",
         default=10,

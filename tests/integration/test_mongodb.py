@@ -230,7 +230,8 @@ def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(
         db["items"].delete_one({"_id": 4})
         args = ["--config", str(c.path), "--staging", str(tmp_path / "staging"), "--parallelism", "2"]
         if where == "connect":
-            run_chunk_job_remotely(request.getfixturevalue("spark_connect"), [*args, "--signal", "spark-1"])
+            url = request.getfixturevalue("spark_connect")
+            run_chunk_job_remotely(url, [*args, "--signal", "spark-1"], through_env=True)
         else:
             assert chunk_job([*args, "--signal", "spark-1"]) == 0
         finish(db, c, proc, "spark-1")

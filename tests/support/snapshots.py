@@ -26,11 +26,14 @@ class _Ids(dict):
 ids = _Ids()
 
 
-def run_chunk_job_remotely(url: str, args: list[str]) -> dict:
+def run_chunk_job_remotely(url: str, args: list[str], through_env: bool = False) -> dict:
     """The Spark chunk job as its own process attached to the Spark Connect server at
-    `url` (no Spark in the process); its summary."""
-    job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", *args, "--remote", url]
-    done = subprocess.run(job, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    `url` (no Spark in the process), given with `--remote` or, as Airflow's operator
+    gives it, in TIDEMARK_SPARK_REMOTE; its summary."""
+    env = {**os.environ, "TIDEMARK_SPARK_REMOTE": url} if through_env else dict(os.environ)
+    remote = [] if through_env else ["--remote", url]
+    job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", *args, *remote]
+    done = subprocess.run(job, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, f"the chunk job failed:\n{done.stderr[-6000:]}"
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -1,13 +1,19 @@
-"""Tidemark's Spark jobs (`spark_jobs/`) submitted through Airflow's SparkSubmitOperator.
+"""Tidemark's Spark jobs (`spark_jobs/`) submitted through Airflow's SparkSubmitOperator,
+or, for the chunk job of a connector with `airflow.spark.connect.conn.id`, run on the
+worker attached to that Spark Connect server.
 
 The connector is often a form value, so everything derived from its configuration (the
 file the job loads, Spark connection, Delta root, password) is settled in `execute`,
 after templating: the password reaches spark-submit through its environment only, and
-never lands in the rendered fields Airflow stores.
+never lands in the rendered fields Airflow stores; so does a Spark Connect URL, which
+may carry a token.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +26,11 @@ from tidemark_airflow.hooks.source import TidemarkSourceHook
 from tidemark_airflow.lakehouse import lakehouse_paths
 
 JOBS = PROJECT_ROOT / "spark_jobs"
+# Jobs that can run attached to a Spark Connect server (`--remote`, or its environment
+# variable): the merge and housekeeping jobs use Spark's classic API and are submitted.
+CONNECT_JOBS = frozenset({"incremental_snapshot"})
+
+log = logging.getLogger(__name__)
 
 
 DEFAULT_CONF = {"spark.ui.enabled": "false", "spark.driver.host": "127.0.0.1"}
@@ -49,6 +60,7 @@ def job_submission(
     config = hook.config()
     return {
         "conn_id": config.get("airflow.spark.conn.id"),
+        "connect_conn_id": config.get("airflow.spark.connect.conn.id"),
         "jars": spark_jars_csv(),
         "application_args": [*job_args(config, hook.config_file()), *(str(a) for a in (extra_args or []))],
         "env_vars": {
@@ -68,11 +80,48 @@ def submit_job(
     snapshot wait runs the chunk job again when a snapshot stalls)."""
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+    settings = job_submission(connector, job_args, extra_args)
+    if run_attached(job, settings):
+        return
+    settings.pop("connect_conn_id")
     SparkSubmitHook(
-        conf=driver_conf(DEFAULT_CONF),
-        name=f"tidemark-{job.replace('_', '-')}",
-        **job_submission(connector, job_args, extra_args),
+        conf=driver_conf(DEFAULT_CONF), name=f"tidemark-{job.replace('_', '-')}", **settings
     ).submit(str(JOBS / f"{job}.py"))
+
+
+def attached_command(job: str, settings: dict[str, Any]) -> tuple[list[str], dict[str, str]] | None:
+    """The job's command and environment as a process attached to the connector's Spark
+    Connect server, or None when it is to be submitted. The server's URL goes in the
+    environment (`TIDEMARK_SPARK_REMOTE`), never on the command line."""
+    conn_id = settings.get("connect_conn_id")
+    if not conn_id or job not in CONNECT_JOBS:
+        return None
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    from spark_jobs.connect_server import REMOTE_ENV
+
+    url = SparkConnectHook(conn_id).get_connection_url()
+    command = [sys.executable, "-m", f"spark_jobs.{job}", *settings["application_args"]]
+    return command, {**os.environ, **settings["env_vars"], REMOTE_ENV: url}
+
+
+def run_attached(job: str, settings: dict[str, Any]) -> bool:
+    """Run the job attached to a Spark Connect server when the connector names one; its
+    output goes to the task's log. False when the job is to be submitted instead."""
+    attached = attached_command(job, settings)
+    if attached is None:
+        return False
+    command, env = attached
+    log.info("running %s attached to Spark Connect (%s)", job, settings["connect_conn_id"])
+    with subprocess.Popen(
+        command, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.info("%s", line.rstrip())
+    if proc.returncode:
+        raise RuntimeError(f"the {job} job exited with code {proc.returncode}")
+    return True
 
 
 class TidemarkSparkJobOperator(SparkSubmitOperator):
@@ -97,6 +146,8 @@ class TidemarkSparkJobOperator(SparkSubmitOperator):
 
     def execute(self, context: Any) -> None:
         settings = job_submission(self.connector, self.job_args, self.extra_args, self.env_vars)
+        if run_attached(self.job, settings):
+            return None
         self._conn_id = settings["conn_id"]
         self.jars = self.jars or settings["jars"]
         self.application_args = settings["application_args"]

@@ -67,3 +67,23 @@ def test_a_connector_without_a_connect_connection_submits_its_chunk_job(connecto
     from tidemark_airflow.operators.spark_jobs import attached_command
 
     assert attached_command("incremental_snapshot", settings(connector())) is None
+
+
+def test_a_chunk_job_rerun_without_a_connect_connection_is_submitted_with_spark_submit(
+    connector, monkeypatch
+):
+    """The snapshot wait runs the chunk job again through `submit_job`: without a Spark
+    Connect connection it builds a real SparkSubmitHook for the job's file."""
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from tidemark_airflow.operators.spark_jobs import JOBS, chunk_job_args, submit_job
+
+    submitted: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(
+        SparkSubmitHook,
+        "submit",
+        lambda hook, application: submitted.append((application, hook._application_args)),
+    )
+    submit_job(connector(), "incremental_snapshot", chunk_job_args, ["--signal", "snap-2"])
+    [(application, args)] = submitted
+    assert application == str(JOBS / "incremental_snapshot.py")
+    assert args[args.index("--signal") + 1] == "snap-2"

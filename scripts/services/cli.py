@@ -83,7 +83,7 @@ def status() -> int:
         state = "running" if svc.running() else "stopped"
         if isinstance(svc, AirflowDB):
             state = "migrated" if svc.running() else "not migrated"
-        print(f"{svc.name:11s} {state:13s} {svc.describe()}")
+        print(f"{svc.name:13s} {state:13s} {svc.describe()}")
     return 0
 
 

@@ -22,7 +22,7 @@ from spark_jobs.classpath import PROJECT_ROOT, spark_jars_csv
 from spark_jobs.driver_jvm import spark_home
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
-DEFAULT_PORT = int(os.environ.get("TIDEMARK_SPARK_CONNECT_PORT", "15002"))
+DEFAULT_PORT = 15002  # Spark's own, which its client assumes when a URL names none
 # A remote session's URL; a job given none starts its own Spark.
 REMOTE_ENV = "TIDEMARK_SPARK_REMOTE"
 

@@ -40,6 +40,7 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import groupby, pairwise
 from typing import Any
 
@@ -157,10 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     # The JVM (about 5 s) starts, or the remote session opens, while the signal is read and
     # the database plans the windows.
     began = time.monotonic()
-    if args.remote:
-        starting = ThreadPoolExecutor(1).submit(remote_session, args.remote)
-    else:
-        starting = ThreadPoolExecutor(1).submit(build_session, "tidemark-incremental-snapshot", args.master)
+    start = (
+        partial(remote_session, args.remote)
+        if args.remote
+        else partial(build_session, "tidemark-incremental-snapshot", args.master)
+    )
+    starting = ThreadPoolExecutor(1).submit(start)
     staging = args.staging if "://" in args.staging else os.path.abspath(args.staging)
     connector = connector_of(config)
     jvm_reader = connector.spark_reader(config)

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.classpath import SPARK_SCRATCH, spark_jars_csv
+from spark_jobs.connect_server import DEFAULT_PORT
 from spark_jobs.driver_jvm import driver_java_options
 
 DELTA_CONF = {
@@ -101,14 +102,13 @@ def remote_session(url: str) -> SparkSession:
 
 
 def connect_address(url: str) -> tuple[str, int]:
-    """Host and port of a Spark Connect URL, `sc://HOST[:PORT][/;param=value...]` (15002
-    when none is given, as Spark's client assumes)."""
+    """Host and port of a Spark Connect URL, `sc://HOST[:PORT][/;param=value...]`."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
     if parts.scheme != "sc" or not parts.hostname:
         raise TidemarkError("a Spark Connect URL looks like sc://HOST:PORT")
-    return parts.hostname, parts.port or 15002
+    return parts.hostname, parts.port or DEFAULT_PORT
 
 
 def _submitted() -> bool:

@@ -14,9 +14,10 @@ system-wide service.
         only what this call started (TIDEMARK_KEEP_SERVICES=1 keeps them running)
 
 Names: mariadb, vitess (the VTGate test double's four MariaDB shard servers), vtgate (the
-double itself on fixed ports, for the Vitess demo; starts vitess), kafka,
-spark-connect (a Spark Connect server chunk jobs attach to with --remote), airflow-db (metadata database migrated, no process), airflow (``airflow standalone``:
-api-server, scheduler, dag-processor, triggerer).
+double itself on fixed ports, for the Vitess demo; starts vitess), kafka, spark-connect
+(a Spark Connect server chunk jobs attach to with --remote), airflow-db (metadata
+database migrated, no process), airflow (``airflow standalone``: api-server, scheduler,
+dag-processor, triggerer).
 """
 
 from __future__ import annotations

@@ -30,7 +30,9 @@ def run_chunk_job_remotely(url: str, args: list[str], through_env: bool = False)
     """The Spark chunk job as its own process attached to the Spark Connect server at
     `url` (no Spark in the process), given with `--remote` or, as Airflow's operator
     gives it, in TIDEMARK_SPARK_REMOTE; its summary."""
-    env = {**os.environ, "TIDEMARK_SPARK_REMOTE": url} if through_env else dict(os.environ)
+    from spark_jobs.connect_server import REMOTE_ENV
+
+    env = {**os.environ, REMOTE_ENV: url} if through_env else dict(os.environ)
     remote = [] if through_env else ["--remote", url]
     job = [sys.executable, "-m", "spark_jobs.incremental_snapshot", *args, *remote]
     done = subprocess.run(job, capture_output=True, text=True, timeout=600, env=env)

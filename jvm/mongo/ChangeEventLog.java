@@ -6,13 +6,17 @@ import java.util.List;
  * The published change events, in memory from server start, ordered by (clusterTime,
  * index in transaction), and the cluster clock that stamps them. A stream's start is
  * found by binary search, so a getMore costs what it returns (plus the events of other
- * namespaces it skips). Guarded by the oplog's lock, except the clock's reads
- * ({@link #lastTs()}, {@link #lastWall()}), which every reply makes without the lock.
+ * namespaces it skips). Events keep their index for good: those before the history start
+ * ({@link #forgetBefore}) are gone, the others keep their places. Guarded by the oplog's
+ * lock, except the clock's reads ({@link #lastTs()}, {@link #lastWall()}), which every
+ * reply makes without the lock.
  */
 final class ChangeEventLog {
 
-    /** The cluster time of server start: older resume points are history lost. */
-    final long historyStart;
+    /** The cluster time of server start, or of the oldest event kept: older resume points are history lost. */
+    private long historyStart;
+    /** How many of the oldest events were forgotten: the index of the first one kept. */
+    private int forgotten;
     private volatile long lastTs;
     private volatile Instant lastWall;
     private final ArrayList<ChangeEvent> events = new ArrayList<>();
@@ -33,12 +37,38 @@ final class ChangeEventLog {
         return lastWall;
     }
 
+    long historyStart() {
+        return historyStart;
+    }
+
+    /** The index the next event will have (every event's index stays, forgotten or not). */
     int size() {
-        return events.size();
+        return forgotten + events.size();
+    }
+
+    /** The index of the oldest event kept: a stream positioned before it lost its history. */
+    int firstKept() {
+        return forgotten;
     }
 
     ChangeEvent get(int index) {
-        return events.get(index);
+        return events.get(index - forgotten);
+    }
+
+    /**
+     * Forgets the events older than cluster time {@code ts}, as a capped oplog's rollover
+     * does (MongoDB's oplog is a capped collection): resume points before it become
+     * ChangeStreamHistoryLost. Returns how many events went.
+     */
+    int forgetBefore(long ts) {
+        int gone = firstAfter(ts - 1, ResumeTokens.HIGH_WATER) - forgotten;
+        events.subList(0, gone).clear();
+        events.trimToSize();
+        forgotten += gone;
+        if (Long.compareUnsigned(ts, historyStart) > 0) {
+            historyStart = ts;
+        }
+        return gone;
     }
 
     /** Appends events as one group: one clusterTime, indexes 0, 1, ... (a transaction's commit). */
@@ -70,7 +100,7 @@ final class ChangeEventLog {
                 hi = mid;
             }
         }
-        return lo;
+        return forgotten + lo;
     }
 
     /**

@@ -147,6 +147,8 @@ public class ChangeStreamBackend extends MemoryBackend {
                 break;
             case "collmod":
                 return collMod(db, command, query);
+            case "forgetchangehistory":
+                return forgetChangeHistory(db, query);
             default:
                 break;
         }
@@ -170,6 +172,25 @@ public class ChangeStreamBackend extends MemoryBackend {
                 changeStreams.transactions.clearCurrent();
             }
         }
+    }
+
+    /**
+     * {@code {forgetChangeHistory: 1, before: Timestamp}} on admin: the change events older
+     * than {@code before} (all so far without it) are forgotten, as when a capped oplog rolls
+     * over. MongoDB has no such command (its oplog rolls over by size); the test server keeps
+     * its history in memory, and a benchmark that loads millions of documents frees it so.
+     */
+    private Document forgetChangeHistory(String db, Document query) {
+        if (!db.equals("admin")) {
+            throw new MongoServerError(13, "Unauthorized", "forgetChangeHistory may only be run against the admin database.");
+        }
+        Object before = query.get("before");
+        if (before != null && !(before instanceof BsonTimestamp)) {
+            throw new MongoServerError(14, "TypeMismatch", "BSON field 'forgetChangeHistory.before' is the wrong type, expected type 'timestamp'");
+        }
+        Document reply = changeStreams.forgetHistory((BsonTimestamp) before);
+        Utils.markOkay(reply);
+        return reply;
     }
 
     private static Document ok() {

@@ -96,9 +96,8 @@ final class ChangeStreamBatches {
                         "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate "
                             + "notification.");
                 }
-                if (Long.compareUnsigned(ts, log.historyStart) < 0) {
-                    throw new MongoServerError(286, "ChangeStreamHistoryLost",
-                        "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+                if (Long.compareUnsigned(ts, log.historyStart()) < 0) {
+                    throw historyLost();
                 }
                 int position = log.firstAfter(ts, idx);
                 if (idx != ResumeTokens.HIGH_WATER && Long.compareUnsigned(ts, log.lastTs()) <= 0) {
@@ -122,9 +121,8 @@ final class ChangeStreamBatches {
                         "BSON field '$changeStream.startAtOperationTime' is the wrong type, expected type 'timestamp'");
                 }
                 long ts = ((BsonTimestamp) at).getValue();
-                if (Long.compareUnsigned(ts, log.historyStart) < 0) {
-                    throw new MongoServerError(286, "ChangeStreamHistoryLost",
-                        "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
+                if (Long.compareUnsigned(ts, log.historyStart()) < 0) {
+                    throw historyLost();
                 }
                 cursor.position = log.firstAfter(ts - 1, ResumeTokens.HIGH_WATER);
                 cursor.tokenTs = ts - 1;
@@ -150,6 +148,11 @@ final class ChangeStreamBatches {
             throw new MongoServerError(2, "BadValue", "'" + value + "' is not a valid value for $changeStream." + name);
         }
         return (String) value;
+    }
+
+    private static MongoServerError historyLost() {
+        return new MongoServerError(286, "ChangeStreamHistoryLost",
+            "Resume of change stream was not possible, as the resume point may no longer be in the oplog.");
     }
 
     static int firstBatchSize(Document cursorOption) {
@@ -203,6 +206,9 @@ final class ChangeStreamBatches {
                 }
                 if (scanned >= MAX_SCAN) {
                     break;
+                }
+                if (cursor.position < log.firstKept()) {
+                    throw historyLost();
                 }
                 ChangeEvent event = log.get(cursor.position++);
                 scanned++;

@@ -39,9 +39,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * [{@code fullDocumentBeforeChange}], [{@code lsid}, {@code txnNumber}].
  *
  * <p>Differs from MongoDB: the token format is not MongoDB's KeyString; the history is
- * kept from server start, forever, in memory (a token or startAtOperationTime older than
- * the server start is ChangeStreamHistoryLost, 286; a well-formed token of an event this
- * server never had is ChangeStreamFatalError, 280); a transaction's writes apply at once
+ * kept from server start in memory until {@link #forgetHistory} lets go of its oldest part
+ * (the test server's stand-in for an oplog rolling over); a token or startAtOperationTime
+ * older than what it holds is ChangeStreamHistoryLost, 286; a well-formed token of an
+ * event this server never had is ChangeStreamFatalError, 280; a transaction's writes apply at once
  * and are visible to everyone before commit (no isolation, no write conflicts), only
  * their events wait for the commit; updateDescription is derived from the update spec
  * ({@link UpdateDescriptions}), truncatedArrays is always empty; pre- and post-images are
@@ -75,6 +76,16 @@ public final class ChangeStreamOplog implements Oplog {
 
     Instant lastWriteDate() {
         return log.lastWall();
+    }
+
+    /**
+     * The events older than {@code before} forgotten (all so far when null), as a capped
+     * oplog rolls over: returns how many went and the history's start after it.
+     */
+    Document forgetHistory(BsonTimestamp before) {
+        long ts = before != null ? before.getValue() : log.lastTs() + 1;
+        int gone = log.forgetBefore(ts);
+        return new Document("forgotten", gone).append("historyStart", new BsonTimestamp(log.historyStart()));
     }
 
     // ------------------------------------------------------------------ namespaces

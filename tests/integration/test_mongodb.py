@@ -354,6 +354,40 @@ def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mon
             proc.kill()
 
 
+def test_history_the_test_server_forgets_is_lost_to_the_streams_before_it(db, mongodb):
+    """The test server's stand-in for an oplog that rolled over (`forget_history`: the
+    MongoDB benchmark frees the history of its load so): a stream still reading before the
+    forgotten point, one resumed from a token before it and one started at a time before
+    it each fail with ChangeStreamHistoryLost (286), the connector's cue that its position
+    is gone; a stream started where the history now starts reads what came after."""
+    from pymongo.errors import OperationFailure
+
+    if mongodb.real:
+        pytest.skip("forgetChangeHistory is the test server's command: a real oplog rolls over by its size")
+    start = db.client.admin.command("ping")["operationTime"]
+    db["t"].insert_many([{"_id": i} for i in range(3)])
+    opened = {"start_at_operation_time": start, "batch_size": 1, "max_await_time_ms": 100}
+    behind = db["t"].watch(**opened)
+    assert behind.try_next()["documentKey"] == {"_id": 0}
+    token = behind.resume_token
+    reply = mongodb.forget_history()
+    assert reply["forgotten"] >= 3
+    db["t"].insert_one({"_id": 3})
+    lost = [
+        behind.try_next,
+        lambda: db["t"].watch(resume_after=token, max_await_time_ms=100).try_next(),
+        lambda: db["t"].watch(**opened).try_next(),
+    ]
+    for read in lost:
+        with pytest.raises(OperationFailure) as failed:
+            read()
+        assert failed.value.code == 286, failed.value
+    behind.close()
+    since = db["t"].watch(start_at_operation_time=reply["historyStart"], max_await_time_ms=100)
+    assert since.try_next()["documentKey"] == {"_id": 3}
+    since.close()
+
+
 def test_changes_taken_a_batch_at_a_time_move_the_resume_token_as_try_next_does(db, mongodb):
     """`take_batch` leaves pymongo's resume token (what its own resume after a network
     error uses) where reading the same changes one by one leaves it."""

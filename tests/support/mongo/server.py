@@ -95,6 +95,17 @@ class MongoTestServer:
 
         return pymongo.MongoClient(self.uri, tz_aware=True, serverSelectionTimeoutMS=10_000, **options)
 
+    def forget_history(self, before: Any = None) -> dict[str, Any]:
+        """The change events older than `before` (a bson Timestamp; all so far without
+        it) forgotten, as a capped oplog rolls over, through the server's own
+        `forgetChangeHistory` command: resume points before it are history lost (286).
+        Returns the reply: `forgotten` (how many went) and `historyStart`."""
+        command: dict[str, Any] = {"forgetChangeHistory": 1}
+        if before is not None:
+            command["before"] = before
+        with self.client() as client:
+            return dict(client.admin.command(command))
+
 
 class RealMongo:
     """A real deployment (TIDEMARK_MONGODB_URI, a replica set): the same tests, for real."""

@@ -14,7 +14,7 @@ use bson::{fields, get, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
-use text::{document, string, value, Mode};
+use text::{document, members, number, string, value, Mode};
 
 /// What every record of a run shares.
 struct Context<'a> {
@@ -64,11 +64,6 @@ fn field_str<'a>(doc: &'a [u8], name: &str) -> Option<Option<&'a str>> {
         Some(Value::Str(s)) => Some(Some(s)),
         _ => Some(None),
     }
-}
-
-fn num(out: &mut Vec<u8>, n: impl std::fmt::Display) {
-    use std::io::Write;
-    let _ = write!(out, "{n}");
 }
 
 /// A list as the Python path writes it: null when absent or empty, else `[a,b]` with each
@@ -133,7 +128,7 @@ fn update_description(out: &mut Vec<u8>, described: &[u8]) -> Option<()> {
         out.extend_from_slice(b"{\"field\":");
         string(out, name.as_bytes());
         out.extend_from_slice(b",\"size\":");
-        num(out, size);
+        number(out, size);
         out.push(b'}');
         Some(())
     })?;
@@ -252,34 +247,34 @@ fn row<'a>(
     p.extend_from_slice(b",\"connector\":\"mongodb\",\"name\":");
     string(&mut p, ctx.name.as_bytes());
     p.extend_from_slice(b",\"ts_ms\":");
-    num(&mut p, ts_ms);
+    number(&mut p, ts_ms);
     p.extend_from_slice(b",\"snapshot\":\"false\",\"db\":");
     string(&mut p, db.as_bytes());
     p.extend_from_slice(b",\"sequence\":null,\"ts_us\":");
-    num(&mut p, ts_ms as i128 * 1000);
+    number(&mut p, ts_ms as i128 * 1000);
     p.extend_from_slice(b",\"ts_ns\":");
-    num(&mut p, ts_ms as i128 * 1_000_000);
+    number(&mut p, ts_ms as i128 * 1_000_000);
     p.extend_from_slice(b",\"collection\":");
     string(&mut p, coll.as_bytes());
     p.extend_from_slice(b",\"ord\":");
-    num(&mut p, inc);
+    number(&mut p, inc);
     p.extend_from_slice(b",\"lsid\":null,\"txnNumber\":null,\"wallTime\":");
     match wall {
-        Some(ms) => num(&mut p, ms),
+        Some(ms) => number(&mut p, ms),
         None => p.extend_from_slice(b"null"),
     }
     p.extend_from_slice(b"},\"op\":\"");
     p.extend_from_slice(op.as_bytes());
     p.extend_from_slice(b"\",\"ts_ms\":");
-    num(&mut p, ctx.now_ms);
+    number(&mut p, ctx.now_ms);
     p.extend_from_slice(b",\"transaction\":");
     if ctx.blocks {
         p.extend_from_slice(
             b"{\"id\":null,\"total_order\":1,\"data_collection_order\":1,\"transaction_epoch\":",
         );
-        num(&mut p, epoch);
+        number(&mut p, epoch);
         p.extend_from_slice(b",\"transaction_rank\":");
-        num(&mut p, rank);
+        number(&mut p, rank);
         p.push(b'}');
     } else {
         p.extend_from_slice(b"null");
@@ -370,15 +365,15 @@ fn render<'py>(
 
 /// The key's relaxed text and the document's strict text of one document.
 fn document_texts(doc: &[u8]) -> Option<(String, String)> {
-    let members = fields(doc)?;
-    let id = match get(&members, "_id") {
+    let found = fields(doc)?;
+    let id = match get(&found, "_id") {
         None | Some(Value::Null) => return None,
         Some(v) => v,
     };
     let mut key = Vec::with_capacity(32);
     value(&mut key, id, Mode::Relaxed, b",")?;
     let mut text = Vec::with_capacity(doc.len() * 2);
-    document(&mut text, doc, Mode::Strict, b",")?;
+    members(&mut text, &found, Mode::Strict, b",")?;
     Some((String::from_utf8(key).ok()?, String::from_utf8(text).ok()?))
 }
 

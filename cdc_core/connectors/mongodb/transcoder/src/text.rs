@@ -43,9 +43,31 @@ pub fn string(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'"');
 }
 
-fn number(out: &mut Vec<u8>, n: impl std::fmt::Display) {
-    use std::io::Write;
-    let _ = write!(out, "{n}");
+/// An integer in decimal, as `Display` writes it, without the formatting machinery: most
+/// values of a document and of a record's source block are numbers, and `write!` cost
+/// several times their digits.
+pub fn number(out: &mut Vec<u8>, n: impl Into<i128>) {
+    let n: i128 = n.into();
+    let Ok(small) = i64::try_from(n) else {
+        use std::io::Write;
+        let _ = write!(out, "{n}");
+        return;
+    };
+    if small < 0 {
+        out.push(b'-');
+    }
+    let mut left = small.unsigned_abs();
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (left % 10) as u8;
+        left /= 10;
+        if left == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
 }
 
 /// Java's `Double.toString` of a finite double: its shortest digits, plain from 10^-3 to
@@ -60,7 +82,7 @@ pub fn java_double(out: &mut Vec<u8>, x: f64) {
         return;
     }
     let (digits, point) = shortest(x.abs());
-    let digits = digits.as_str();
+    let digits = digits.as_bytes();
     if x < 0.0 {
         out.push(b'-');
     }
@@ -69,25 +91,25 @@ pub fn java_double(out: &mut Vec<u8>, x: f64) {
         if point >= 0 {
             let whole = (point + 1) as usize;
             if digits.len() > whole {
-                out.extend_from_slice(&digits.as_bytes()[..whole]);
+                out.extend_from_slice(&digits[..whole]);
                 out.push(b'.');
-                out.extend_from_slice(&digits.as_bytes()[whole..]);
+                out.extend_from_slice(&digits[whole..]);
             } else {
-                out.extend_from_slice(digits.as_bytes());
+                out.extend_from_slice(digits);
                 out.extend(std::iter::repeat_n(b'0', whole - digits.len()));
                 out.extend_from_slice(b".0");
             }
         } else {
             out.extend_from_slice(b"0.");
             out.extend(std::iter::repeat_n(b'0', (-point - 1) as usize));
-            out.extend_from_slice(digits.as_bytes());
+            out.extend_from_slice(digits);
         }
         return;
     }
-    out.push(digits.as_bytes()[0]);
+    out.push(digits[0]);
     out.push(b'.');
     if digits.len() > 1 {
-        out.extend_from_slice(&digits.as_bytes()[1..]);
+        out.extend_from_slice(&digits[1..]);
     } else {
         out.push(b'0');
     }
@@ -95,48 +117,102 @@ pub fn java_double(out: &mut Vec<u8>, x: f64) {
     number(out, point);
 }
 
-/// The digits of `{:e}` (the point dropped) and the power of ten of the first one.
-fn scientific(text: &str) -> (String, i32) {
-    let (mantissa, exp) = text.split_once('e').unwrap_or((text, "0"));
-    (
-        mantissa.chars().filter(|c| *c != '.').collect(),
-        exp.parse().unwrap_or(0),
-    )
+/// Decimal digits on the stack: a double's shortest digits, or the 61 of its expansion
+/// that `shortest` looks at (a heap string per double cost as much as the rest of a
+/// document's members).
+struct Digits {
+    buf: [u8; 72],
+    len: usize,
+}
+
+impl Digits {
+    fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Trailing zeros dropped (a shortest string has none but "0").
+    fn trimmed(mut self) -> Self {
+        while self.len > 1 && self.buf[self.len - 1] == b'0' {
+            self.len -= 1;
+        }
+        self
+    }
+}
+
+/// `x` written by `{:e}` (`{:.60e}` when `exact`) on the stack: its digits, the point
+/// dropped, and the power of ten of the first one.
+fn scientific(x: f64, exact: bool) -> (Digits, i32) {
+    use std::io::Write;
+    let mut text = [0u8; 96];
+    let mut rest = &mut text[..];
+    let _ = if exact {
+        write!(rest, "{x:.60e}")
+    } else {
+        write!(rest, "{x:e}")
+    };
+    let written = 96 - rest.len();
+    let text = &text[..written];
+    let (mantissa, exp) = match text.iter().position(|&c| c == b'e') {
+        Some(at) => (&text[..at], &text[at + 1..]),
+        None => (text, &b"0"[..]),
+    };
+    let mut digits = Digits {
+        buf: [0; 72],
+        len: 0,
+    };
+    for &c in mantissa.iter().filter(|c| **c != b'.') {
+        if digits.len < digits.buf.len() {
+            digits.buf[digits.len] = c;
+            digits.len += 1;
+        }
+    }
+    let point = std::str::from_utf8(exp)
+        .ok()
+        .and_then(|e| e.parse().ok())
+        .unwrap_or(0);
+    (digits, point)
 }
 
 /// The shortest digits that read back as `x` (> 0), and where the point goes. Of two
 /// such digit strings equally close to `x`, Java and Python take the one ending in an
 /// even digit, where Rust's `{:e}` may take the other: `x` exactly halfway is found in
 /// its exact expansion.
-fn shortest(x: f64) -> (String, i32) {
-    let (digits, point) = scientific(&format!("{:e}", x));
-    let digits = digits.trim_end_matches('0').to_string();
-    let n = digits.len();
+fn shortest(x: f64) -> (Digits, i32) {
+    let (digits, point) = scientific(x, false);
+    let digits = digits.trimmed();
+    let n = digits.len;
     if n < 16 {
         return (digits, point); // no two such strings of fewer than 16 digits fit one double
     }
-    let (exact, exact_point) = scientific(&format!("{:.60e}", x));
+    let (exact, exact_point) = scientific(x, true);
     let tail = &exact.as_bytes()[n..];
     if exact_point != point || tail[0] != b'5' || tail[1..].iter().any(|c| *c != b'0') {
         return (digits, point);
     }
-    let mut low: Vec<u8> = exact.as_bytes()[..n].to_vec();
-    if low[n - 1].is_multiple_of(2) {
-        let text = String::from_utf8(low).unwrap_or_default();
-        return (text.trim_end_matches('0').to_string(), point);
+    let mut low = Digits {
+        buf: [0; 72],
+        len: n,
+    };
+    low.buf[..n].copy_from_slice(&exact.as_bytes()[..n]);
+    if low.buf[n - 1].is_multiple_of(2) {
+        return (low.trimmed(), point);
     }
     let mut at = n;
     while at > 0 {
         at -= 1;
-        if low[at] == b'9' {
-            low[at] = b'0';
+        if low.buf[at] == b'9' {
+            low.buf[at] = b'0';
         } else {
-            low[at] += 1;
-            let text = String::from_utf8(low).unwrap_or_default();
-            return (text.trim_end_matches('0').to_string(), point);
+            low.buf[at] += 1;
+            return (low.trimmed(), point);
         }
     }
-    ("1".to_string(), point + 1)
+    let mut one = Digits {
+        buf: [0; 72],
+        len: 1,
+    };
+    one.buf[0] = b'1';
+    (one, point + 1)
 }
 
 fn double(out: &mut Vec<u8>, x: f64, mode: Mode) {
@@ -306,9 +382,14 @@ pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> 
 /// A document's members in order. pymongo turns a document holding `$ref` into a DBRef,
 /// whose text the Python path writes in its own order: not followed here.
 pub fn document(out: &mut Vec<u8>, doc: &[u8], mode: Mode, sep: &[u8]) -> Option<()> {
-    let members = fields(doc)?;
+    members(out, &fields(doc)?, mode, sep)
+}
+
+/// A document given as its members (`fields`), which a caller that looked into them
+/// already has: `document`.
+pub fn members(out: &mut Vec<u8>, members: &[(&str, Value)], mode: Mode, sep: &[u8]) -> Option<()> {
     out.push(b'{');
-    for (i, (name, item)) in members.into_iter().enumerate() {
+    for (i, &(name, item)) in members.iter().enumerate() {
         if name == "$ref" {
             return None;
         }

@@ -249,16 +249,38 @@ def python_reads(
     import pyarrow as pa
 
     def read(batches: Any) -> Any:
+        began = time.monotonic()
         for batch in batches:
             part = [json.loads(text) for text in batch.column(0).to_pylist()]
             done = run_windows(part, config, signal_id, staging, shaping, lakehouse)
-            yield pa.RecordBatch.from_pydict({"result": [json.dumps(r) for r in done]})
+            task = {"task": part[0]["index"] if part else None, "task_seconds": time.monotonic() - began}
+            yield pa.RecordBatch.from_pydict({"result": [json.dumps({**r, **task}) for r in done]})
 
     rows = [(i, json.dumps(w)) for i, w in enumerate(windows)]
     frame = spark.createDataFrame(rows, "seq long, window string")
     # a contiguous range of the plan per task, as RDD slices were
     spread = frame.repartitionByRange(tasks, "seq").sortWithinPartitions("seq").select("window")
-    return [json.loads(row.result) for row in spread.mapInArrow(read, "result string").collect()]
+    results = [json.loads(row.result) for row in spread.mapInArrow(read, "result string").collect()]
+    log_tasks(results)
+    return results
+
+
+def log_tasks(results: list[dict[str, Any]]) -> None:
+    """Per executor task: its windows, how long it ran, and of that how long its windows
+    took to read and to stage; a task's time beyond them is Spark's and the Python
+    worker's start."""
+    tasks: dict[Any, list[dict[str, Any]]] = {}
+    for r in results:
+        tasks.setdefault(r.get("task"), []).append(r)
+    for first, done in sorted(tasks.items(), key=lambda t: str(t[0])):
+        log.info(
+            "task from window %s: %d windows in %.1fs (reading %.1fs, staging %.1fs)",
+            first,
+            len(done),
+            max(r.get("task_seconds", 0.0) for r in done),
+            sum(r.get("read", 0.0) for r in done),
+            sum(r.get("stage", 0.0) for r in done),
+        )
 
 
 S3A_HINT = "s3a:// needs hadoop-aws on Spark's classpath (spark-submit --packages org.apache.hadoop:hadoop-aws:VERSION)"

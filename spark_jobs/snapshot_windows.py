@@ -5,6 +5,7 @@ read exactly (`run_windows`): read with the connector's session, shape, stage, c
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -75,7 +76,9 @@ def run_windows(
     """On an executor, for tables Spark's JDBC reader cannot read exactly (or whose column
     rules it cannot apply exactly): LW, read with Python, shape, stage, HW for each window
     of this partition. `lakehouse`: staged as the Delta table holds them (see
-    `spark_jobs/staged_types.py`), not as read."""
+    `spark_jobs/staged_types.py`), not as read. Each result says how long its window took
+    to read (from its low watermark to its rows in hand) and to stage (the file written
+    and its high watermark), for the job's log."""
     source = connector_of(config).open_session(config)
     results = []
     try:
@@ -88,19 +91,25 @@ def run_windows(
             condition = parse_condition(w["condition"], condition_fields(schema)) if w["condition"] else None
             partition = w.get("partition")
             plan = ChunkPlan(schema, tuple(w["key"]), condition, partition)
+            began = time.monotonic()
             window_id = open_window(source, signal_id, w)
             lo, hi = decode_key(w["lo"]), decode_key(w["hi"])
             folder = table_staging(staging, signal_id, table, partition)
             uri = f"{folder}/{w['index']:06d}-{window_id}.parquet"
             in_event_form = read_events(source, form, plan, lo, hi) if lakehouse else None
             if in_event_form is not None:
+                read = time.monotonic()
                 count = staged_types.write_window_events(uri, form, in_event_form)
             else:
                 rows = [form.shape(row) for row in source.read_chunk(plan, lo, hi)]
+                read = time.monotonic()
                 staged_types.write_window(uri, form, rows, lakehouse)
                 count = len(rows)
             close_window(source, signal_id, window_id, form, count, uri, partition)
-            results.append({"table": w["table"], "index": w["index"], "rows": count, "staged": uri})
+            seconds = {"read": read - began, "stage": time.monotonic() - read}
+            results.append(
+                {"table": w["table"], "index": w["index"], "rows": count, "staged": uri, **seconds}
+            )
     finally:
         source.close()
     return results

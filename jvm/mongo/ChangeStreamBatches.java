@@ -101,7 +101,7 @@ final class ChangeStreamBatches {
                 }
                 int position = log.firstAfter(ts, idx);
                 if (idx != ResumeTokens.HIGH_WATER && Long.compareUnsigned(ts, log.lastTs()) <= 0) {
-                    ChangeEvent at = position > 0 ? log.get(position - 1) : null;
+                    ChangeEvent at = position > log.firstKept() ? log.get(position - 1) : null;
                     if (at == null || at.ts != ts || at.idx != idx) {
                         throw new MongoServerError(280, "ChangeStreamFatalError",
                             "cannot resume stream; the resume token was not found. " + spec.get(option));

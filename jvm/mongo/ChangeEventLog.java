@@ -13,7 +13,7 @@ import java.util.List;
  */
 final class ChangeEventLog {
 
-    /** The cluster time of server start, or of the oldest event kept: older resume points are history lost. */
+    /** The cluster time of server start, or the one forgotten up to: older resume points are history lost. */
     private long historyStart;
     /** How many of the oldest events were forgotten: the index of the first one kept. */
     private int forgotten;
@@ -61,6 +61,9 @@ final class ChangeEventLog {
      * ChangeStreamHistoryLost. Returns how many events went.
      */
     int forgetBefore(long ts) {
+        if (Long.compareUnsigned(ts, historyStart) <= 0) {
+            return 0; // nothing is older than the history's start
+        }
         int gone = firstAfter(ts - 1, ResumeTokens.HIGH_WATER) - forgotten;
         events.subList(0, gone).clear();
         events.trimToSize();

@@ -182,11 +182,13 @@ public class ChangeStreamBackend extends MemoryBackend {
      */
     private Document forgetChangeHistory(String db, Document query) {
         if (!db.equals("admin")) {
-            throw new MongoServerError(13, "Unauthorized", "forgetChangeHistory may only be run against the admin database.");
+            throw new MongoServerError(13, "Unauthorized",
+                "forgetChangeHistory may only be run against the admin database.");
         }
         Object before = query.get("before");
         if (before != null && !(before instanceof BsonTimestamp)) {
-            throw new MongoServerError(14, "TypeMismatch", "BSON field 'forgetChangeHistory.before' is the wrong type, expected type 'timestamp'");
+            throw new MongoServerError(14, "TypeMismatch",
+                "BSON field 'forgetChangeHistory.before' is the wrong type, expected type 'timestamp'");
         }
         Document reply = changeStreams.forgetHistory((BsonTimestamp) before);
         Utils.markOkay(reply);

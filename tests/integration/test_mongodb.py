@@ -323,11 +323,12 @@ def test_writes_while_a_streamer_that_saw_no_event_is_down_are_captured_after_it
             proc.kill()
 
 
-def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mongodb, tmp_path):
+def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mongo_test_server, tmp_path):
     """The test server keeps its history in memory: restarted, it no longer has the
-    connector's token (as a real oplog that rolled over), and says so (code 286)."""
-    if mongodb.real:
-        pytest.skip("needs a deployment the test can restart empty (the MongoDB test server)")
+    connector's token (as a real oplog that rolled over), and says so (code 286). On the
+    test server even when the session runs against a real deployment, which the test
+    cannot restart empty."""
+    mongodb = mongo_test_server
     client = mongodb.client()
     name = f"mg_{uuid.uuid4().hex[:10]}"
     client[name]["t"].insert_one({"_id": 0})
@@ -354,17 +355,20 @@ def test_a_resume_token_the_deployment_no_longer_has_stops_with_the_way_back(mon
             proc.kill()
 
 
-def test_history_the_test_server_forgets_is_lost_to_the_streams_before_it(db, mongodb):
+def test_history_the_test_server_forgets_is_lost_to_the_streams_before_it(mongo_test_server):
     """The test server's stand-in for an oplog that rolled over (`forget_history`: the
     MongoDB benchmark frees the history of its load so): a stream still reading before the
     forgotten point, one resumed from a token before it and one started at a time before
     it each fail with ChangeStreamHistoryLost (286), the connector's cue that its position
-    is gone; a stream started where the history now starts reads what came after."""
+    is gone; a stream started where the history now starts reads what came after. On the
+    test server even when the session runs against a real deployment (a real oplog rolls
+    over by its size, on no command)."""
     from pymongo.errors import OperationFailure
 
-    if mongodb.real:
-        pytest.skip("forgetChangeHistory is the test server's command: a real oplog rolls over by its size")
-    start = db.client.admin.command("ping")["operationTime"]
+    mongodb = mongo_test_server
+    client = mongodb.client()
+    db = client[f"mg_{uuid.uuid4().hex[:10]}"]
+    start = client.admin.command("ping")["operationTime"]
     db["t"].insert_many([{"_id": i} for i in range(3)])
     opened = {"start_at_operation_time": start, "batch_size": 1, "max_await_time_ms": 100}
     behind = db["t"].watch(**opened)
@@ -386,6 +390,8 @@ def test_history_the_test_server_forgets_is_lost_to_the_streams_before_it(db, mo
     since = db["t"].watch(start_at_operation_time=reply["historyStart"], max_await_time_ms=100)
     assert since.try_next()["documentKey"] == {"_id": 3}
     since.close()
+    client.drop_database(db.name)
+    client.close()
 
 
 def test_changes_taken_a_batch_at_a_time_move_the_resume_token_as_try_next_does(db, mongodb):

@@ -41,3 +41,20 @@ def mongo_db(mongodb: Any) -> Iterator[Any]:
     yield client[name]
     client.drop_database(name)
     client.close()
+
+
+@pytest.fixture
+def mongo_test_server(mongodb: Any, tmp_path: Any) -> Iterator[MongoTestServer]:
+    """The MongoDB test server itself, for the tests of what only it does (restarted empty,
+    told to forget its history): the session's, or, when the session runs against a real
+    deployment, one started for the test, so those tests run either way."""
+    if not mongodb.real:
+        yield mongodb
+        return
+    (tmp_path / "mongo-test-server").mkdir()
+    server = MongoTestServer(tmp_path / "mongo-test-server")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

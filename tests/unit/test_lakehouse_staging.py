@@ -108,24 +108,3 @@ def test_a_nested_value_is_staged_as_the_text_spark_keeps_for_it():
     texts = [json_text(v) for v in (3.0, -0.0, 0.001, 9e-4, 1234567.0, 12345678.0, 1.7976931348623157e308)]
     assert texts == ["3.0", "-0.0", "0.001", "9.0E-4", "1234567.0", "1.2345678E7", "1.7976931348623157E308"]
     assert json_text([1, "é", [True]]) == '[1,"é",[true]]'
-
-
-def test_each_executor_task_of_the_python_reader_is_logged_with_where_its_time_went(caplog):
-    """The chunk job's log names, per executor task, its windows, how long it ran and how
-    much of that its windows spent reading and staging: the rest is Spark's and the Python
-    worker's own time (how the MongoDB benchmark's windows were told apart from the scan)."""
-    import logging
-
-    from spark_jobs.incremental_snapshot import log_tasks
-
-    def window(index: int, task: int, read: float, stage: float, took: float) -> dict:
-        return {"index": index, "rows": 10, "read": read, "stage": stage, "task": task, "task_seconds": took}
-
-    results = [window(0, 0, 2.0, 0.5, 6.0), window(1, 0, 1.0, 0.5, 6.0), window(2, 2, 4.0, 1.0, 5.5)]
-    with caplog.at_level(logging.INFO, logger="spark_jobs.incremental_snapshot"):
-        log_tasks(results)
-    lines = [r.getMessage() for r in caplog.records]
-    assert lines == [
-        "task from window 0: 2 windows in 6.0s (reading 3.0s, staging 1.0s)",
-        "task from window 2: 1 windows in 5.5s (reading 4.0s, staging 1.0s)",
-    ]

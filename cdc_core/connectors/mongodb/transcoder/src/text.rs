@@ -126,6 +126,21 @@ struct Digits {
 }
 
 impl Digits {
+    /// The digits of `text` but its point (as many as fit).
+    fn of(text: &[u8]) -> Self {
+        let mut digits = Digits {
+            buf: [0; 72],
+            len: 0,
+        };
+        for &c in text.iter().filter(|c| **c != b'.') {
+            if digits.len < digits.buf.len() {
+                digits.buf[digits.len] = c;
+                digits.len += 1;
+            }
+        }
+        digits
+    }
+
     fn as_bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
@@ -156,16 +171,7 @@ fn scientific(x: f64, exact: bool) -> (Digits, i32) {
         Some(at) => (&text[..at], &text[at + 1..]),
         None => (text, &b"0"[..]),
     };
-    let mut digits = Digits {
-        buf: [0; 72],
-        len: 0,
-    };
-    for &c in mantissa.iter().filter(|c| **c != b'.') {
-        if digits.len < digits.buf.len() {
-            digits.buf[digits.len] = c;
-            digits.len += 1;
-        }
-    }
+    let digits = Digits::of(mantissa);
     let point = std::str::from_utf8(exp)
         .ok()
         .and_then(|e| e.parse().ok())
@@ -189,11 +195,7 @@ fn shortest(x: f64) -> (Digits, i32) {
     if exact_point != point || tail[0] != b'5' || tail[1..].iter().any(|c| *c != b'0') {
         return (digits, point);
     }
-    let mut low = Digits {
-        buf: [0; 72],
-        len: n,
-    };
-    low.buf[..n].copy_from_slice(&exact.as_bytes()[..n]);
+    let mut low = Digits::of(&exact.as_bytes()[..n]);
     if low.buf[n - 1].is_multiple_of(2) {
         return (low.trimmed(), point);
     }
@@ -207,12 +209,7 @@ fn shortest(x: f64) -> (Digits, i32) {
             return (low.trimmed(), point);
         }
     }
-    let mut one = Digits {
-        buf: [0; 72],
-        len: 1,
-    };
-    one.buf[0] = b'1';
-    (one, point + 1)
+    (Digits::of(b"1"), point + 1)
 }
 
 fn double(out: &mut Vec<u8>, x: f64, mode: Mode) {

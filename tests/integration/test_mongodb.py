@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import math
 import uuid
 from decimal import Decimal
@@ -206,9 +207,10 @@ def test_id_ranges_are_answered_as_the_matcher_answers_them(db):
     ("release", "where"), [("stream", "own-spark"), ("lakehouse", "own-spark"), ("lakehouse", "connect")]
 )
 def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(
-    mongodb, db, tmp_path, spark, release, where, request
+    mongodb, db, tmp_path, spark, release, where, request, caplog
 ):
-    """In a Spark of the job's own or attached to a Spark Connect server: the same windows."""
+    """In a Spark of the job's own or attached to a Spark Connect server: the same windows,
+    read by `--parallelism` executor tasks, each a contiguous part of the plan."""
     from spark_jobs.delta_merge import run_local
     from spark_jobs.incremental_snapshot import main as chunk_job
 
@@ -233,7 +235,15 @@ def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(
             url = request.getfixturevalue("spark_connect")
             run_chunk_job_remotely(url, [*args, "--signal", "spark-1"], through_env=True)
         else:
-            assert chunk_job([*args, "--signal", "spark-1"]) == 0
+            with caplog.at_level(logging.INFO, logger="spark_jobs.incremental_snapshot"):
+                assert chunk_job([*args, "--signal", "spark-1"]) == 0
+            tasks = [
+                r.getMessage().split(" in ")[0]
+                for r in caplog.records
+                if "task from window" in r.getMessage()
+            ]
+            # items' windows 0-7 and quiet's window 0, in plan order, dealt to two tasks
+            assert sorted(tasks) == ["task from window 0: 4 windows", "task from window 4: 5 windows"]
         finish(db, c, proc, "spark-1")
     finally:
         if proc.poll() is None:

@@ -11,7 +11,7 @@ Snapshot: DOCS documents (default 5,000,000) in another collection, read by
       parallelism), from the signal to the streamer's last release: in a Spark of the
       job's own (JVM start included), then attached to a Spark Connect server started
       just before (`spark_jobs.connect_server`: no JVM starts for the job; the server's
-      first job, its Python workers started by it).
+      first job after the service's warm-up, then its second).
 Figures side by side, (b) as a ratio of (a) and (d) of (c), with peak RSS.
 
     python -m bench mongodb [--changes N] [--docs N] [--parallelism P] [--log-format parquet|json]

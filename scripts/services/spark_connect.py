@@ -23,6 +23,17 @@ class SparkConnect(Service):
     def ready(self) -> bool:
         return _port_open(PORTS.spark_connect)
 
+    def start(self) -> bool:
+        """Started here, the server runs one small job before it is handed over
+        (`spark_jobs.connect_server.warm_up`), so that the first snapshot does not wait for
+        it; a server that was already up is left as it is."""
+        started = super().start()
+        if started:
+            from spark_jobs.connect_server import warm_up
+
+            warm_up(self.url)
+        return started
+
     @property
     def url(self) -> str:
         return f"sc://127.0.0.1:{PORTS.spark_connect}"

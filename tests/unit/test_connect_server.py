@@ -86,3 +86,16 @@ def test_no_server_at_the_address_fails_at_once_naming_it_but_not_the_token():
     assert time.monotonic() - began < 10
     assert f"no Spark Connect server at 127.0.0.1:{port}" in str(refused.value)
     assert "s3cr3t" not in str(refused.value)
+
+
+@pytest.mark.parametrize("started", [True, False])
+def test_the_service_warms_up_a_server_it_started_and_leaves_a_running_one_alone(monkeypatch, started):
+    from scripts.services import base
+    from scripts.services.spark_connect import SparkConnect
+
+    warmed = []
+    monkeypatch.setattr(base.Service, "start", lambda self: started)
+    monkeypatch.setattr(connect_server, "warm_up", lambda url: warmed.append(url))
+    service = SparkConnect()
+    assert service.start() is started
+    assert warmed == ([service.url] if started else [])

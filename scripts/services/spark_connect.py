@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from scripts.services.base import Service
+from scripts.services.errors import ServiceError
 from scripts.services.processes import _port_open
 from scripts.services.settings import PORTS
 
@@ -31,7 +32,13 @@ class SparkConnect(Service):
         if started:
             from spark_jobs.connect_server import warm_up
 
-            warm_up(self.url)
+            try:
+                warm_up(self.url)
+            except Exception as exc:  # a server that cannot run Python tasks cannot run a chunk job
+                self.stop()
+                raise ServiceError(
+                    f"{self.name}: the warm-up job failed, the server is stopped: {exc}"
+                ) from exc
         return started
 
     @property

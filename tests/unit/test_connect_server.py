@@ -99,3 +99,21 @@ def test_the_service_warms_up_a_server_it_started_and_leaves_a_running_one_alone
     service = SparkConnect()
     assert service.start() is started
     assert warmed == ([service.url] if started else [])
+
+
+def test_a_server_whose_warm_up_fails_is_stopped_and_the_start_fails_saying_why(monkeypatch):
+    from scripts.services import base
+    from scripts.services.errors import ServiceError
+    from scripts.services.spark_connect import SparkConnect
+
+    stopped = []
+    monkeypatch.setattr(base.Service, "start", lambda self: True)
+    monkeypatch.setattr(base.Service, "stop", lambda self, timeout=60.0: stopped.append(True) or True)
+
+    def broken(url):
+        raise RuntimeError("Python worker exited unexpectedly")
+
+    monkeypatch.setattr(connect_server, "warm_up", broken)
+    with pytest.raises(ServiceError, match="warm-up job failed, the server is stopped: Python worker exited"):
+        SparkConnect().start()
+    assert stopped == [True]

@@ -11,13 +11,16 @@ server is Spark's own (`SparkConnectServer`, shipped in pyspark's jars) started 
 spark-submit with the project's jars and the same driver settings as an in-process
 session. Its Python workers run this interpreter with the project on their path, and
 read a connector's password from the server's environment, not the client's. Started
-through the `spark-connect` service it runs `warm_up` before it is handed over; started
-with this command, call `warm_up(url)` once it listens.
+through the `spark-connect` service it runs the warm-up job before it is handed over;
+started with this command, run `python -m spark_jobs.connect_server --warm-up URL` once
+it listens (a process of its own: a Python process that has opened a Spark Connect
+session cannot open a Spark of its own afterwards).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any
@@ -93,7 +96,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--master", default=os.environ.get("TIDEMARK_SPARK_CONNECT_MASTER", "local[2]"))
+    parser.add_argument(
+        "--warm-up",
+        metavar="URL",
+        help="instead of starting a server, run the warm-up job on the one at URL (sc://HOST:PORT) "
+        "and print what its tasks imported",
+    )
     args = parser.parse_args(argv)
+    if args.warm_up:
+        print(json.dumps(warm_up(args.warm_up)))
+        return 0
     command = server_command(args.port, args.master)
     os.execve(command[0], command, {**os.environ, **server_env()})
 

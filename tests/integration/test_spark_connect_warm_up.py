@@ -4,12 +4,23 @@ code as a job's tasks do."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 pytestmark = pytest.mark.integration
 
 
 def test_the_warm_up_runs_python_tasks_that_import_the_chunk_jobs_executor_code(spark_connect):
-    from spark_jobs.connect_server import warm_up
-
-    assert warm_up(spark_connect, tasks=3) == ["spark_jobs.snapshot_windows"] * 3
+    """Run as the service runs it: a process of its own, which prints what each task
+    imported (this one may still open a Spark of its own afterwards)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.connect_server", "--warm-up", spark_connect],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == ["spark_jobs.snapshot_windows"] * 8

@@ -95,7 +95,7 @@ def test_the_service_warms_up_a_server_it_started_and_leaves_a_running_one_alone
 
     warmed = []
     monkeypatch.setattr(base.Service, "start", lambda self: started)
-    monkeypatch.setattr(connect_server, "warm_up", lambda url: warmed.append(url))
+    monkeypatch.setattr(SparkConnect, "warm_up", lambda self: warmed.append(self.url))
     service = SparkConnect()
     assert service.start() is started
     assert warmed == ([service.url] if started else [])
@@ -109,11 +109,11 @@ def test_a_server_whose_warm_up_fails_is_stopped_and_the_start_fails_saying_why(
     stopped = []
     monkeypatch.setattr(base.Service, "start", lambda self: True)
     monkeypatch.setattr(base.Service, "stop", lambda self, timeout=60.0: stopped.append(True) or True)
-
-    def broken(url):
-        raise RuntimeError("Python worker exited unexpectedly")
-
-    monkeypatch.setattr(connect_server, "warm_up", broken)
-    with pytest.raises(ServiceError, match="warm-up job failed, the server is stopped: Python worker exited"):
+    monkeypatch.setattr(
+        SparkConnect, "warm_up", lambda self: "exit code 1: Python worker exited unexpectedly"
+    )
+    with pytest.raises(
+        ServiceError, match="warm-up job failed, the server is stopped: exit code 1: Python worker"
+    ):
         SparkConnect().start()
     assert stopped == [True]

@@ -39,7 +39,7 @@ import logging
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from itertools import groupby, pairwise
 from typing import Any
@@ -55,9 +55,9 @@ from cdc_core.snapshot.context import SnapshotContext
 from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.requests import Shaping, requested_tables
 from spark_jobs.connect_server import REMOTE_ENV
+from spark_jobs.python_reader import PythonReads
 from spark_jobs.snapshot_jvm_batches import JvmBatches
 from spark_jobs.snapshot_plan import check_unplanned, load_plan, plan_uri, save_plan
-from spark_jobs.snapshot_windows import run_windows
 from spark_jobs.staged_rules import staged_expressions
 
 log = logging.getLogger(__name__)
@@ -156,21 +156,36 @@ def main(argv: list[str] | None = None) -> int:
     if not signal_table:
         raise SystemExit("the connector has no signal.data.collection: incremental snapshots need it")
     # The JVM (about 5 s) starts, or the remote session opens, while the signal is read and
-    # the database plans the windows.
+    # the database plans the windows; where every window is read by Python, the reader's
+    # executor tasks start meanwhile too (`spark_jobs/python_reader.py`).
     began = time.monotonic()
     start = (
         partial(remote_session, args.remote)
         if args.remote
         else partial(build_session, "tidemark-incremental-snapshot", args.master)
     )
-    starting = ThreadPoolExecutor(1).submit(start)
+    ready: list[float] = []
+
+    def start_spark() -> Any:
+        spark = start()
+        ready.append(time.monotonic())
+        return spark
+
+    runner = ThreadPoolExecutor(1)
+    starting = runner.submit(start_spark)
     staging = args.staging if "://" in args.staging else os.path.abspath(args.staging)
     connector = connector_of(config)
     jvm_reader = connector.spark_reader(config)
     driver = connector.open_session(config)
+    early: PythonReads | None = None
     try:
         action = read_signal(driver, signal_table, args.signal)
         shaping = Shaping(config, driver.type_mapper())
+        lakehouse = action.release == "lakehouse"
+        if jvm_reader is None or args.read_with == "python":
+            early = PythonReads(
+                runner, starting, args.parallelism, config, args.signal, staging, shaping, lakehouse
+            )
         chunk_size = action.chunk_size or config.get("incremental.snapshot.chunk.size")
         plan_path = plan_uri(staging, args.signal)
         windows = load_plan(plan_path, args.signal)
@@ -182,44 +197,26 @@ def main(argv: list[str] | None = None) -> int:
             save_plan(plan_path, args.signal, windows)
             log.info("planned %d windows in %.1fs", len(windows), time.monotonic() - started)
         todo = [w for w in windows if w["index"] not in done.get((w["table"], w.get("partition")), set())]
-        spark = starting.result()
-        log.info("Spark ready %.1fs after the job's start", time.monotonic() - began)
-        for name, value in (jvm_reader.sql_conf if jvm_reader else {}).items():
-            spark.conf.set(name, value)
-        per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
-        read_with = args.read_with
-        if not args.remote and not spark_can_write(spark, staging):  # a server's classes are its own
-            if read_with == "jdbc":
-                raise TidemarkError(f"Spark cannot write to {staging}: {S3A_HINT}")
-            log.warning("Spark cannot write to %s (%s); windows are read by Python", staging, S3A_HINT)
-            read_with = "python"
-        results: list[dict[str, Any]] = []
-        python_windows: list[dict[str, Any]] = []
-        lakehouse = action.release == "lakehouse"
-        for (table, partition), group in groupby(todo, key=lambda w: (w["table"], w.get("partition"))):
-            table_windows = list(group)
-            form = shaping.form(driver.table_schema(TableId.parse(table)), table_windows[0]["key"])
-            if jvm_reader is None:
-                unreadable = [f"the {connector.name} connector has no Spark reader"]
-            else:
-                unreadable = jvm_reader.unreadable(form, lakehouse) + staged_expressions(form)[1]
-            if read_with == "jdbc" and unreadable:
-                raise TidemarkError(f"Spark's reader cannot read {table} exactly: {', '.join(unreadable)}")
-            if read_with == "python" or unreadable:
-                if unreadable:
-                    log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
-                python_windows.extend(table_windows)
-                continue
-            assert jvm_reader is not None
-            jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse, partition)
-            results += jobs.run(table_windows, per_batch)
-        if python_windows:
-            tasks = max(1, min(args.parallelism, len(python_windows)))
-            results += python_reads(
-                spark, python_windows, tasks, config, args.signal, staging, shaping, lakehouse
+        if early is not None:
+            why = (
+                "--read-with python" if jvm_reader else f"the {connector.name} connector has no Spark reader"
             )
+            results = python_windows(early, todo, why)
+        else:
+            spark = starting.result()
+            log.info("Spark ready %.1fs after the job's start", ready[0] - began)
+            results = jvm_and_python_reads(
+                spark, runner, todo, args, driver, jvm_reader, shaping, lakehouse, config, staging
+            )
+    except BaseException as e:
+        if early is not None:
+            early.abort(f"the driver failed: {type(e).__name__}")
+        raise
     finally:
         driver.close()
+        runner.shutdown(wait=False)
+    if early is not None and ready:
+        log.info("Spark ready %.1fs after the job's start", ready[0] - began)
     log.info("read %d windows; done %.1fs after the job's start", len(results), time.monotonic() - began)
     summary = {
         "signal": args.signal,
@@ -232,59 +229,58 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def python_reads(
+def python_windows(reads: PythonReads, todo: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
+    """Every window handed to the Python reader's tasks, which started during the plan."""
+    for table in dict.fromkeys(w["table"] for w in todo):
+        log.info("reading %s with Python on the executors: %s", table, why)
+    return reads.hand_over(todo)
+
+
+def jvm_and_python_reads(
     spark: Any,
-    windows: list[dict[str, Any]],
-    tasks: int,
-    config: ConnectorConfig,
-    signal_id: str,
-    staging: str,
+    runner: ThreadPoolExecutor,
+    todo: list[dict[str, Any]],
+    args: argparse.Namespace,
+    driver: SourceSession,
+    jvm_reader: Any,
     shaping: Shaping,
     lakehouse: bool,
+    config: ConnectorConfig,
+    staging: str,
 ) -> list[dict[str, Any]]:
-    """Windows read by Python on the executors, `tasks` at once: one Arrow-mapped task per
-    row of `spark.range(tasks)`, each reading its contiguous slice of the plan in plan
-    order, one window at a time; a DataFrame rather than an RDD, so the same code runs on
-    a Spark of the job's own and on a Spark Connect server (which has no SparkContext).
-    The windows travel in the closure: spread by a range partitioning of a DataFrame of
-    them, the job paid a sampling job, a shuffle and a sort before the first window (a
-    fresh local[2] Spark ran the tasks' code 8.5 s after the action that way, 4.7 s this
-    way; 0.8 s and 0.2 s once warm)."""
-    import pyarrow as pa
-
-    slices = [windows[t * len(windows) // tasks : (t + 1) * len(windows) // tasks] for t in range(tasks)]
-
-    def read(batches: Any) -> Any:
-        began = time.monotonic()
-        for batch in batches:
-            for t in batch.column(0).to_pylist():
-                part = slices[t]
-                done = run_windows(part, config, signal_id, staging, shaping, lakehouse)
-                task = {"task": part[0]["index"] if part else None, "task_seconds": time.monotonic() - began}
-                yield pa.RecordBatch.from_pydict({"result": [json.dumps({**r, **task}) for r in done]})
-
-    tasks_frame = spark.range(0, tasks, 1, tasks)
-    results = [json.loads(row.result) for row in tasks_frame.mapInArrow(read, "result string").collect()]
-    log_tasks(results)
+    """Each table's windows by Spark's JDBC reader where it reads every column exactly,
+    the rest by the Python reader once those are done."""
+    for name, value in jvm_reader.sql_conf.items():
+        spark.conf.set(name, value)
+    per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
+    read_with = args.read_with
+    if not args.remote and not spark_can_write(spark, staging):  # a server's classes are its own
+        if read_with == "jdbc":
+            raise TidemarkError(f"Spark cannot write to {staging}: {S3A_HINT}")
+        log.warning("Spark cannot write to %s (%s); windows are read by Python", staging, S3A_HINT)
+        read_with = "python"
+    results: list[dict[str, Any]] = []
+    python_windows: list[dict[str, Any]] = []
+    for (table, partition), group in groupby(todo, key=lambda w: (w["table"], w.get("partition"))):
+        table_windows = list(group)
+        form = shaping.form(driver.table_schema(TableId.parse(table)), table_windows[0]["key"])
+        unreadable = jvm_reader.unreadable(form, lakehouse) + staged_expressions(form)[1]
+        if read_with == "jdbc" and unreadable:
+            raise TidemarkError(f"Spark's reader cannot read {table} exactly: {', '.join(unreadable)}")
+        if read_with == "python" or unreadable:
+            if unreadable:
+                log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
+            python_windows.extend(table_windows)
+            continue
+        jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse, partition)
+        results += jobs.run(table_windows, per_batch)
+    if python_windows:
+        tasks = min(args.parallelism, len(python_windows))
+        done = Future()
+        done.set_result(spark)
+        reads = PythonReads(runner, done, tasks, config, args.signal, staging, shaping, lakehouse)
+        results += reads.hand_over(python_windows)
     return results
-
-
-def log_tasks(results: list[dict[str, Any]]) -> None:
-    """Per executor task: its windows, how long it ran, and of that how long its windows
-    took to read and to stage; a task's time beyond them is Spark's and the Python
-    worker's start."""
-    tasks: dict[Any, list[dict[str, Any]]] = {}
-    for r in results:
-        tasks.setdefault(r.get("task"), []).append(r)
-    for first, done in sorted(tasks.items(), key=lambda t: str(t[0])):
-        log.info(
-            "task from window %s: %d windows in %.1fs (reading %.1fs, staging %.1fs)",
-            first,
-            len(done),
-            max(r.get("task_seconds", 0.0) for r in done),
-            sum(r.get("read", 0.0) for r in done),
-            sum(r.get("stage", 0.0) for r in done),
-        )
 
 
 S3A_HINT = "s3a:// needs hadoop-aws on Spark's classpath (spark-submit --packages org.apache.hadoop:hadoop-aws:VERSION)"

@@ -257,6 +257,32 @@ def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(
         assert merged == source_documents(db[name]), name
 
 
+def test_a_chunk_job_whose_plan_fails_ends_its_waiting_tasks_and_reports_the_plans_error(
+    mongodb, db, tmp_path, spark
+):
+    """The Python reader's tasks start while the driver plans (`spark_jobs/python_reader.py`):
+    a plan refused (here a `$where` filter) ends them with nothing read and no watermark
+    written, and the error is the plan's."""
+    from cdc_core.errors import TidemarkError
+    from spark_jobs.incremental_snapshot import main as chunk_job
+
+    db["t"].insert_many([{"_id": i, "v": i} for i in range(10)])
+    c = connector(mongodb, tmp_path / "connector", db.name)
+    filters = [{"data-collection": f"{db.name}.t", "filter": '{"$where": "sleep(1000) || true"}'}]
+    data = {
+        "data-collections": [f"{db.name}.t"],
+        "tidemark.reader": "spark",
+        "additional-conditions": filters,
+    }
+    signal(c, "spark-bad", data)
+    staging = tmp_path / "staging"
+    args = ["--config", str(c.path), "--staging", str(staging), "--parallelism", "2", "--signal", "spark-bad"]
+    with pytest.raises(TidemarkError, match="unexpected character '{'"):
+        chunk_job(args)
+    assert sorted(p.name for p in staging.rglob("*") if p.is_file()) == []
+    assert [d["type"] for d in db["debezium_signal"].find({})] == ["execute-snapshot"]
+
+
 def test_a_where_filter_is_refused_and_nothing_runs(mongodb, db, tmp_path):
     db["t"].insert_many([{"_id": i, "v": i} for i in range(10)])
     c = connector(mongodb, tmp_path, db.name)

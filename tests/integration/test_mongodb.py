@@ -235,7 +235,7 @@ def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(
             url = request.getfixturevalue("spark_connect")
             run_chunk_job_remotely(url, [*args, "--signal", "spark-1"], through_env=True)
         else:
-            with caplog.at_level(logging.INFO, logger="spark_jobs.incremental_snapshot"):
+            with caplog.at_level(logging.INFO, logger="spark_jobs"):
                 assert chunk_job([*args, "--signal", "spark-1"]) == 0
             tasks = [
                 r.getMessage().split(" in ")[0]
@@ -521,3 +521,45 @@ def test_windows_read_as_raw_bson_give_what_the_python_reader_gives(mongodb, db,
         )
     finally:
         session.close()
+
+
+def test_a_windows_replies_read_whole_follow_the_cursor_and_an_error_kills_it(mongodb, db, monkeypatch):
+    """`raw_find.find_documents` sends `find` and `getMore` itself and hands each reply to
+    the transcoder whole: small batches give the same documents in `_id` order, and a
+    reply that fails to render kills the cursor on the server."""
+    from bson import Int64
+    from pymongo.database import Database
+
+    from cdc_core.connectors.mongodb import raw_find, rendering
+
+    db["r"].insert_many([{"_id": i, "v": f"value {i}"} for i in range(250)])
+    ids, texts = raw_find.find_documents(db["r"], {"_id": {"$gt": 9}}, batch_size=7)
+    assert ids == [str(i) for i in range(10, 250)]
+    assert [json.loads(t)["v"] for t in texts] == [f"value {i}" for i in range(10, 250)]
+    assert raw_find.find_documents(db["r"], {"_id": {"$gt": 1000}}) == ([], [])
+
+    cursors: list[int] = []
+    render = rendering.reply_documents
+
+    def fails_on_the_second_reply(reply, codec):
+        out = render(reply, codec)
+        cursors.append(out[2])
+        if len(cursors) == 2:
+            raise ValueError("a reply the transcoder refused")
+        return out
+
+    kills: list = []
+    command = Database.command
+
+    def recorded(self, spec, *args, **kwargs):
+        reply = command(self, spec, *args, **kwargs)
+        if isinstance(spec, dict) and "killCursors" in spec:
+            kills.append((spec["cursors"], reply.get("cursorsKilled")))
+        return reply
+
+    monkeypatch.setattr(rendering, "reply_documents", fails_on_the_second_reply)
+    monkeypatch.setattr(Database, "command", recorded)
+    with pytest.raises(ValueError, match="refused"):
+        raw_find.find_documents(db["r"], {}, batch_size=50)
+    assert cursors[1] != 0
+    assert kills == [([Int64(cursors[1])], [cursors[1]])]  # the server killed the cursor left open

@@ -16,7 +16,6 @@ bytes.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from bson import decode
@@ -28,9 +27,9 @@ from cdc_core.schema.model import TableId
 from cdc_core.source import LogItem, RenderedChanges
 
 try:
-    from tidemark_mongodb_transcoder import render, render_documents
+    from tidemark_mongodb_transcoder import render, render_reply
 except ImportError:  # not built: `make install` builds it (scripts/build_transcoder.sh)
-    render = render_documents = None
+    render = render_reply = None
 
 
 def available() -> bool:
@@ -102,17 +101,13 @@ class Renderer:
         return expand
 
 
-def documents(batches: Iterable[bytes], codec: Any) -> tuple[list[str], list[str]]:
-    """The `_id`s (relaxed Extended JSON) and documents (strict) of raw `find` batches, as
-    the Python path writes them: rendered by the transcoder, or, for a document it leaves,
-    decoded by pymongo and written by `ext_json.py`."""
-    ids: list[str] = []
-    texts: list[str] = []
-    for batch in batches:
-        batch_ids, batch_texts, left = render_documents(batch)
-        for index, raw in left:
-            document = decode(raw, codec)
-            batch_ids[index], batch_texts[index] = relaxed(document["_id"]), strict(document)
-        ids += batch_ids
-        texts += batch_texts
-    return ids, texts
+def reply_documents(reply: bytes, codec: Any) -> tuple[list[str], list[str], int]:
+    """The `_id`s (relaxed Extended JSON) and documents (strict) of one raw `find` or
+    `getMore` reply, as the Python path writes them, and the reply's cursor id: rendered
+    by the transcoder, or, for a document it leaves, decoded by pymongo and written by
+    `ext_json.py`."""
+    ids, texts, left, cursor = render_reply(reply)
+    for index, raw in left:
+        document = decode(raw, codec)
+        ids[index], texts[index] = relaxed(document["_id"]), strict(document)
+    return ids, texts, cursor

@@ -156,16 +156,16 @@ class MongoSession:
     def read_chunk_events(
         self, plan: ChunkPlan, lo: Key | None, hi: Key | None
     ) -> dict[str, list[Any]] | None:
-        """`EventFormChunks`: the window's documents fetched as raw BSON batches and
-        rendered by the transcoder, never decoded into Python objects; None when the
+        """`EventFormChunks`: the window's documents fetched as raw replies and rendered by
+        the transcoder, never decoded into Python objects (`raw_find.py`); None when the
         transcoder is not built."""
         from cdc_core.connectors.mongodb import rendering
+        from cdc_core.connectors.mongodb.raw_find import find_documents
 
         if not rendering.available():
             return None
         collection = self._collection(plan)
-        batches = collection.find_raw_batches(self._spec(collection, plan, lo, hi)).sort(ID, 1)
-        ids, texts = rendering.documents(batches, self.client.codec_options)
+        ids, texts = find_documents(collection, self._spec(collection, plan, lo, hi))
         return {ID: ids, DOCUMENT: texts}
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:

@@ -10,7 +10,7 @@
 mod bson;
 mod text;
 
-use bson::{fields, get, Value};
+use bson::{elements, fields, get, Value};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
@@ -377,36 +377,50 @@ fn document_texts(doc: &[u8]) -> Option<(String, String)> {
     Some((String::from_utf8(key).ok()?, String::from_utf8(text).ok()?))
 }
 
-/// The documents of a raw `find` batch: BSON documents back to back.
-fn split(batch: &[u8]) -> PyResult<Vec<&[u8]>> {
-    let mut docs = Vec::new();
-    let mut at = 0usize;
-    while at < batch.len() {
-        let len = bson::le_i32(batch, at)
-            .filter(|n| *n >= 5)
-            .map(|n| n as usize);
-        let Some(doc) = len.and_then(|n| batch.get(at..at + n)) else {
-            return Err(PyValueError::new_err(format!(
-                "a malformed BSON document at byte {at} of a find batch"
-            )));
-        };
-        docs.push(doc);
-        at += doc.len();
-    }
-    Ok(docs)
+fn malformed(what: &str) -> PyErr {
+    PyValueError::new_err(format!("a malformed find reply: {what}"))
 }
 
-/// The documents of one raw `find` batch in event form: `(ids, texts, left)`, the `_id`s
-/// as relaxed Extended JSON and the documents as strict Extended JSON, as `ext_json.py`
+/// The documents of one raw `find` or `getMore` reply in event form, with the cursor's
+/// id (0 once the cursor is exhausted): `(ids, texts, left, cursor_id)`, the `_id`s as
+/// relaxed Extended JSON and the documents as strict Extended JSON, as `ext_json.py`
 /// writes them; a document not rendered here is None in both lists and `(index, its
-/// bytes)` in `left`, for the Python path.
+/// bytes)` in `left`, for the Python path. The reply is read as it came off the wire:
+/// pymongo's raw batches made an object of each document to join them back together.
 #[pyfunction]
-fn render_documents<'py>(
+fn render_reply<'py>(
     py: Python<'py>,
-    batch: &[u8],
-) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Bound<'py, PyList>)> {
+    reply: &[u8],
+) -> PyResult<(
+    Bound<'py, PyList>,
+    Bound<'py, PyList>,
+    Bound<'py, PyList>,
+    i64,
+)> {
+    let top = fields(reply).ok_or_else(|| malformed("not a document of known types"))?;
+    let Some(Value::Document(cursor)) = get(&top, "cursor") else {
+        return Err(malformed("no cursor"));
+    };
+    let cursor = fields(cursor).ok_or_else(|| malformed("a cursor of unknown types"))?;
+    let id = match get(&cursor, "id") {
+        Some(Value::Int64(n)) => n,
+        Some(Value::Int32(n)) => n as i64,
+        _ => return Err(malformed("no cursor id")),
+    };
+    let Some(Value::Array(batch)) =
+        get(&cursor, "firstBatch").or_else(|| get(&cursor, "nextBatch"))
+    else {
+        return Err(malformed("no batch"));
+    };
+    let mut docs = elements(batch).ok_or_else(|| malformed("a batch that is not an array"))?;
     let (ids, texts, left) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
-    for (index, doc) in split(batch)?.into_iter().enumerate() {
+    let mut index = 0usize;
+    loop {
+        let doc = match docs.next_element() {
+            Some(None) => break,
+            Some(Some((_, Value::Document(doc)))) => doc,
+            _ => return Err(malformed("a batch member that is not a document")),
+        };
         match document_texts(doc) {
             Some((key, text)) => {
                 ids.append(PyString::new(py, &key))?;
@@ -418,13 +432,14 @@ fn render_documents<'py>(
                 left.append((index, PyBytes::new(py, doc)))?;
             }
         }
+        index += 1;
     }
-    Ok((ids, texts, left))
+    Ok((ids, texts, left, id))
 }
 
 #[pymodule]
 fn tidemark_mongodb_transcoder(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(render, m)?)?;
-    m.add_function(wrap_pyfunction!(render_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(render_reply, m)?)?;
     Ok(())
 }

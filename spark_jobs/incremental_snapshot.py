@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             why = (
                 "--read-with python" if jvm_reader else f"the {connector.name} connector has no Spark reader"
             )
-            results = python_windows(early, todo, why)
+            results = read_by_python(early, todo, why)
         else:
             spark = starting.result()
             log.info("Spark ready %.1fs after the job's start", ready[0] - began)
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def python_windows(reads: PythonReads, todo: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
+def read_by_python(reads: PythonReads, todo: list[dict[str, Any]], why: str) -> list[dict[str, Any]]:
     """Every window handed to the Python reader's tasks, which started during the plan."""
     for table in dict.fromkeys(w["table"] for w in todo):
         log.info("reading %s with Python on the executors: %s", table, why)
@@ -260,7 +260,7 @@ def jvm_and_python_reads(
         log.warning("Spark cannot write to %s (%s); windows are read by Python", staging, S3A_HINT)
         read_with = "python"
     results: list[dict[str, Any]] = []
-    python_windows: list[dict[str, Any]] = []
+    by_python: list[dict[str, Any]] = []
     for (table, partition), group in groupby(todo, key=lambda w: (w["table"], w.get("partition"))):
         table_windows = list(group)
         form = shaping.form(driver.table_schema(TableId.parse(table)), table_windows[0]["key"])
@@ -270,16 +270,16 @@ def jvm_and_python_reads(
         if read_with == "python" or unreadable:
             if unreadable:
                 log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
-            python_windows.extend(table_windows)
+            by_python.extend(table_windows)
             continue
         jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse, partition)
         results += jobs.run(table_windows, per_batch)
-    if python_windows:
-        tasks = min(args.parallelism, len(python_windows))
+    if by_python:
+        tasks = min(args.parallelism, len(by_python))
         done = Future()
         done.set_result(spark)
         reads = PythonReads(runner, done, tasks, config, args.signal, staging, shaping, lakehouse)
-        results += reads.hand_over(python_windows)
+        results += reads.hand_over(by_python)
     return results
 
 

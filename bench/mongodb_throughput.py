@@ -261,9 +261,8 @@ def snapshot_run(
         raise SystemExit(f"the Spark chunk job ({name}) failed:\n{result.stderr[-8000:]}")
     job_seconds = time.perf_counter() - started
     for line in result.stderr.splitlines():
-        if (
-            " INFO __main__: " in line or " INFO spark_jobs." in line
-        ):  # where the job's time went: plan, Spark, windows
+        # where the job's time went: plan, Spark, the executor tasks' windows
+        if " INFO __main__: " in line or " INFO spark_jobs." in line:
             print("   ", line, flush=True)
     summary = wait_finished(c.state, signal_id, proc, rss)
     seconds = time.perf_counter() - started

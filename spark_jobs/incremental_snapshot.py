@@ -203,10 +203,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             results = read_by_python(early, todo, why)
         else:
-            spark = starting.result()
+            starting.result()
             log.info("Spark ready %.1fs after the job's start", ready[0] - began)
             results = jvm_and_python_reads(
-                spark, runner, todo, args, driver, jvm_reader, shaping, lakehouse, config, staging
+                starting, runner, todo, args, driver, jvm_reader, shaping, lakehouse, config, staging
             )
     except BaseException as e:
         if early is not None:
@@ -237,7 +237,7 @@ def read_by_python(reads: PythonReads, todo: list[dict[str, Any]], why: str) -> 
 
 
 def jvm_and_python_reads(
-    spark: Any,
+    starting: Future,
     runner: ThreadPoolExecutor,
     todo: list[dict[str, Any]],
     args: argparse.Namespace,
@@ -249,7 +249,9 @@ def jvm_and_python_reads(
     staging: str,
 ) -> list[dict[str, Any]]:
     """Each table's windows by Spark's JDBC reader where it reads every column exactly,
-    the rest by the Python reader once those are done."""
+    the rest by the Python reader once those are done. `starting`: the Spark session,
+    ready."""
+    spark = starting.result()
     for name, value in jvm_reader.sql_conf.items():
         spark.conf.set(name, value)
     per_batch = max(1, args.windows_per_batch or 4 * args.parallelism)
@@ -276,9 +278,7 @@ def jvm_and_python_reads(
         results += jobs.run(table_windows, per_batch)
     if by_python:
         tasks = min(args.parallelism, len(by_python))
-        done = Future()
-        done.set_result(spark)
-        reads = PythonReads(runner, done, tasks, config, args.signal, staging, shaping, lakehouse)
+        reads = PythonReads(runner, starting, tasks, config, args.signal, staging, shaping, lakehouse)
         results += reads.hand_over(by_python)
     return results
 

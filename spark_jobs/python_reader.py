@@ -28,7 +28,7 @@ from typing import Any
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.errors import TidemarkError
 from cdc_core.snapshot.requests import Shaping
-from cdc_core.snapshot.staging import filesystem_for, write_whole
+from cdc_core.snapshot.staging import filesystem_for, write_bytes_whole
 from spark_jobs.snapshot_windows import run_windows
 
 log = logging.getLogger(__name__)
@@ -46,13 +46,7 @@ def handoff_uri(staging: str, signal_id: str, run: str, task: int) -> str:
 
 
 def write_handoff(uri: str, run: str, body: dict[str, Any]) -> None:
-    data = json.dumps({"version": HANDOFF_VERSION, "run": run, **body}).encode()
-
-    def write(filesystem: Any, path: str) -> None:
-        with filesystem.open_output_stream(path) as f:
-            f.write(data)
-
-    write_whole(uri, write)
+    write_bytes_whole(uri, json.dumps({"version": HANDOFF_VERSION, "run": run, **body}).encode())
 
 
 def receive(

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cdc_core.errors import TidemarkError
-from cdc_core.snapshot.staging import filesystem_for, write_whole
+from cdc_core.snapshot.staging import filesystem_for, write_bytes_whole
 
 PLAN_VERSION = 1
 WINDOW_FIELDS = ("table", "key", "condition", "lo", "hi", "index", "of", "exact")
@@ -64,13 +64,9 @@ def load_plan(uri: str, signal_id: str) -> list[dict[str, Any]] | None:
 
 def save_plan(uri: str, signal_id: str, windows: list[dict[str, Any]]) -> None:
     """Write the plan whole (`write_whole`): never torn by a kill."""
-    data = json.dumps({"version": PLAN_VERSION, "signal": signal_id, "windows": windows}).encode()
-
-    def write(filesystem: Any, path: str) -> None:
-        with filesystem.open_output_stream(path) as f:
-            f.write(data)
-
-    write_whole(uri, write)
+    write_bytes_whole(
+        uri, json.dumps({"version": PLAN_VERSION, "signal": signal_id, "windows": windows}).encode()
+    )
 
 
 def check_unplanned(uri: str, signal_id: str, released: Mapping[Any, set[int]]) -> None:

@@ -159,6 +159,16 @@ def write_whole(uri: str, write: Callable[[Any, str], None]) -> None:
     filesystem.move(path + ".tmp", path)
 
 
+def write_bytes_whole(uri: str, data: bytes) -> None:
+    """`data` as the file at `uri`, written whole (`write_whole`)."""
+
+    def write(filesystem: Any, path: str) -> None:
+        with filesystem.open_output_stream(path) as f:
+            f.write(data)
+
+    write_whole(uri, write)
+
+
 def _column_array(values: list[Any]) -> Any:
     """Arrow infers each column's type from its values; integers beyond int64 (BIGINT
     UNSIGNED) are stored as uint64 so they read back as the same Python int."""

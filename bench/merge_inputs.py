@@ -156,8 +156,16 @@ def events(spark, out: str, count: int, table_rows: int, txn_size: int) -> None:
         f"concat('{{\"schema\":', '{txn_key_schema}', ',\"payload\":', to_json(named_struct('id', concat('0-1-', txn))), '}}') AS key",
         f"concat('{{\"schema\":', '{txn_schema}', ',\"payload\":', to_json({begin_end}), '}}') AS value",
     )
-    # In the order the streamer writes them: each transaction's BEGIN, its events, its END.
-    ordered = changes.unionByName(boundaries).orderBy("txn", "pos").drop("txn", "pos")
+    # In the order the streamer writes them: each transaction's BEGIN, its events, its END;
+    # with the position each would have in a Kafka topic of one partition, as a Kafka
+    # batch gives its records (the merge reads a held-back record again by position).
+    place = "row_number() OVER (PARTITION BY topic ORDER BY txn, pos) - 1"
+    ordered = (
+        changes.unionByName(boundaries)
+        .selectExpr("*", "0 AS partition", f"CAST({place} AS BIGINT) AS offset")
+        .orderBy("txn", "pos")
+        .drop("txn", "pos")
+    )
     ordered.write.mode("overwrite").parquet(out)
 
 
@@ -297,7 +305,7 @@ def prepared(spark, work: Path, size: int, count: int, txn_size: int) -> tuple[s
     reused when `--work` names a folder that has them)."""
     base = str(work / f"base-{size}")
     records, deduped = (
-        str(work / f"events-{count}-{size}-{txn_size}-ordered"),
+        str(work / f"events-{count}-{size}-{txn_size}-positioned"),
         str(work / f"dedup-{count}-{size}-{txn_size}"),
     )
     if not Path(base, "_delta_log").is_dir():

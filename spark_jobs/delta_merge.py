@@ -34,9 +34,9 @@ from cdc_core.errors import TidemarkError
 from cdc_core.pipeline.schema_references import references_enabled
 from spark_jobs.merge import promoted
 from spark_jobs.merge.batches import boundary_topics, data_topics, parsed_batch
-from spark_jobs.merge.cutting import value_text
 from spark_jobs.merge.dropped_tables import Drops, kafka_drops, local_drops
-from spark_jobs.merge.kafka_source import kafka_records
+from spark_jobs.merge.held_records import Ranges, Reread, held_values, in_ranges
+from spark_jobs.merge.kafka_source import kafka_ranges, kafka_records
 from spark_jobs.merge.known_schemas import KnownSchemas
 from spark_jobs.merge.landing import TablePlan, land
 from spark_jobs.merge.lease import merge_lease
@@ -87,6 +87,7 @@ def apply_aligned(
     typed: Sequence[TypedPart] = (),
     whole: bool = False,
     drops: Drops | None = None,
+    reread: Reread | None = None,
 ) -> int:
     """The records of complete source transactions (this batch's and those held back
     before) planned (`table_plans`) and landed; the rest is held for the next batch. `reached` None: the
@@ -94,7 +95,9 @@ def apply_aligned(
     from the parsed batch (a Kafka batch is then read once). `whole`: the batch is known
     to hold whole transactions only, and nothing was held back before it
     (`spark_jobs.merge.log_range`): there is nothing to count. `drops`: the source's
-    dropped tables (`spark_jobs.merge.dropped_tables`)."""
+    dropped tables (`spark_jobs.merge.dropped_tables`). `reread`: the source's records in
+    ranges of positions, for the values of records held back (`held_records`; default:
+    `records` filtered)."""
     combined = records.select("topic", "key", "value", *carried(records)).unionByName(
         pending.read(batch_id), allowMissingColumns=True
     )
@@ -103,7 +106,7 @@ def apply_aligned(
         records_in = sum(shapes.records.values())
         _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
         if reached is None:
-            reached = reached_offsets(parsed)
+            reached = shapes.reached if shapes.reached is not None else reached_offsets(parsed)
         started = time.monotonic()
         split = (
             split_whole(parsed, prefix, shapes.orders)
@@ -125,8 +128,11 @@ def apply_aligned(
             )
             touched = land_all(spark, plans, options)
             started = time.monotonic()
-            held = split.held.select("topic", "key", value_text(shapes.texts()).alias("value"))
-            pending.write(batch_id, None if split.complete else held)
+            if split.complete:
+                pending.write(batch_id, None)
+            else:
+                again = reread or (lambda ranges: in_ranges(records, ranges))
+                pending.write(batch_id, held_values(split.held, shapes.texts(), again))
             _phase("hold", started, "batch %d: incomplete transactions held back", batch_id)
             return touched
         finally:
@@ -195,12 +201,15 @@ def run_kafka(
     known = KnownSchemas.load(spark, checkpoint)
     options = configured(options, config)
 
+    def reread(ranges: Ranges) -> DataFrame:
+        return kafka_ranges(spark, servers, min_partitions, ranges)
+
     def each_batch(batch: DataFrame, batch_id: int) -> None:
         if references_enabled(config):
             known.refer(kafka_catalogue(spark, servers, prefix))
         rows, drops = batch.where(F.col("topic") != prefix), kafka_drops(spark, servers, prefix)
         touched = apply_aligned(
-            spark, rows, root, prefix, None, pending, batch_id, options, known, drops=drops
+            spark, rows, root, prefix, None, pending, batch_id, options, known, drops=drops, reread=reread
         )
         known.save(spark, checkpoint)
         log.info("batch %d: %d table(s)", batch_id, touched)

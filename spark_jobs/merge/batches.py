@@ -12,10 +12,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.transactions import TRANSACTION_VALUE_SCHEMA
-from spark_jobs.merge.census import Orders, check_recognised, joined_census, joined_orders, key_head, tally
+from spark_jobs.merge.census import (
+    Orders,
+    Reached,
+    check_recognised,
+    joined_census,
+    joined_orders,
+    key_head,
+    tally,
+)
 from spark_jobs.merge.cutting import cut, cut_known
 from spark_jobs.merge.known_schemas import KnownSchemas
-from spark_jobs.merge.records import Shapes, carried, collect_shapes, parse
+from spark_jobs.merge.records import POSITION, Shapes, carried, collect_shapes, parse
 from spark_jobs.merge.typed_records import TypedPart, typed_batch
 from spark_jobs.session import session_settings
 
@@ -79,13 +87,15 @@ def parsed_batch(
                 yield parsed, replace(counted, orders=figures.orders, truncating=figures.truncating)
                 return
             parsed, counts = None, {}
+            position = POSITION if all(c in records.columns for c in POSITION) else ()
+            reached: Reached | None = None
             heads = sorted({h for h in (key_head(s.key) for s in first.all()) if h is not None})
             orders: Orders | None = None
             truncating: frozenset[str] | None = None
             if pairs:
                 parsed = parse(cut_known(records, pairs, by_reference), first, patch_field).persist()
                 cached.append(parsed)
-                counts, orders, truncating = tally(parsed, heads)
+                counts, orders, truncating, reached = tally(parsed, heads, position)
             shapes = first.only(set(counts))
             uncut = {topic for topic, schema_id in counts if schema_id is None}
             if parsed is None or uncut:
@@ -112,16 +122,18 @@ def parsed_batch(
                     done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
                     rest = done.unionByName(rest, allowMissingColumns=True)
                 parsed, shapes = rest, shapes | more
-                counts, orders, truncating = tally(parsed, heads)
+                counts, orders, truncating, reached = tally(parsed, heads, position)
             if typed:
                 more_rows, more, figures = typed_batch(list(typed), not_rows, shapes)
                 parsed = parsed.unionByName(more_rows, allowMissingColumns=True)
                 shapes, counts = shapes | more, joined_census(counts, figures.census)
                 orders = joined_orders(orders, figures.orders)
                 truncating = truncating | figures.truncating if truncating is not None else None
+                reached = None  # typed files carry no partition: the caller knows what it read
             check_recognised(parsed, counts)
             known.learn(shapes)
-            yield parsed, replace(shapes.counted(counts), orders=orders, truncating=truncating)
+            counted = shapes.counted(counts)
+            yield parsed, replace(counted, orders=orders, truncating=truncating, reached=reached)
         finally:
             for frame in cached:
                 frame.unpersist()

@@ -17,6 +17,9 @@ Census = dict[tuple[str, int], tuple[int, int, tuple[str, ...]]]
 # Per topic, the order keys (epoch, rank) of its first and last events (those with a
 # `total_order`), as `transactions.split_whole` takes them.
 Orders = dict[str, tuple[list[int], list[int]]]
+# Per topic and partition (as text), the highest offset of the batch's records that have
+# one (records held back by an earlier batch have none): what a Kafka batch reached.
+Reached = dict[str, dict[str, int]]
 
 
 def recognised() -> Column:
@@ -31,13 +34,17 @@ def census(parsed: DataFrame) -> Census:
     return tally(parsed)[0]
 
 
-def tally(parsed: DataFrame, heads: Sequence[str] = ()) -> tuple[Census, Orders | None, frozenset[str]]:
+def tally(
+    parsed: DataFrame, heads: Sequence[str] = (), position: Sequence[str] = ()
+) -> tuple[Census, Orders | None, frozenset[str], Reached | None]:
     """Per (topic, schema id) of the records that have a payload: how many, how many of
     them are not a recognised event, and their keys' shapes (each names key columns: taken
     from the batch itself, so a primary key changed since an earlier batch, or within
     this one, is seen); per topic its events' first and last order keys (None when an
-    event's order key lacks a part, which only Spark's array ordering settles); and the
-    topics with a truncate. One aggregation; it also fills the cache.
+    event's order key lacks a part, which only Spark's array ordering settles); the
+    topics with a truncate; and, given the columns of Kafka's `position` (partition,
+    offset), the offsets the batch reached (`Reached`). One aggregation; it also fills
+    the cache.
 
     `heads`: key heads the batch's keys likely start with (`key_head`, from earlier keys).
     A key that starts with one and its cut is that head's shape, told by comparing bytes;
@@ -49,43 +56,56 @@ def tally(parsed: DataFrame, heads: Sequence[str] = ()) -> tuple[Census, Orders 
     # A struct, not an array, compares alike here (no part is null, or orders are not
     # used) and costs the aggregation less.
     order = F.struct(F.col("p_epoch"), F.col("p_rank"))
-    event = F.col("p_total_order").isNotNull()
+    present = F.col("present")
+    event = present & F.col("p_total_order").isNotNull()
+    # Every record counts for the offsets reached (tombstones too), only those with a
+    # payload for the rest.
+    placed = list(position)
+    by = ["topic", "schema_id", *placed[:-1]]
     rows = (
-        parsed.where(F.col("present"))
-        .select(
-            "topic",
-            "schema_id",
+        parsed.select(
+            *by,
+            *placed[-1:],
+            "present",
             "p_op",
             "p_status",
             "p_data_collection",
             "p_total_order",
             "key",
             order.alias("_order"),
-            head.alias("_head"),
+            F.when(present, head).alias("_head"),
         )
-        .groupBy("topic", "schema_id")
+        .groupBy(*by)
         .agg(
-            F.count("*").alias("n"),
-            F.count(F.when(~recognised(), 1)).alias("bad"),
+            F.count(F.when(present, 1)).alias("n"),
+            F.count(F.when(present & ~recognised(), 1)).alias("bad"),
             F.collect_set("_head").alias("heads"),
-            F.collect_set(F.when(F.col("_head").isNull(), key_shape(key))).alias("keys"),
+            F.collect_set(F.when(present & F.col("_head").isNull(), key_shape(key))).alias("keys"),
             F.min(F.when(event, F.col("_order"))).alias("first"),
             F.max(F.when(event, F.col("_order"))).alias("last"),
-            F.max(F.col("p_op") == "t").alias("truncates"),
+            F.max(present & (F.col("p_op") == "t")).alias("truncates"),
+            *([F.max(placed[-1]).alias("reached")] if placed else []),
         )
         .collect()
     )
     counts: Census = {}
     orders: Orders | None = {}
     truncating = frozenset(r.topic for r in rows if r.truncates)
+    reached: Reached | None = {} if placed else None
     for r in rows:
+        if reached is not None and r.reached is not None:
+            at = reached.setdefault(r.topic, {})
+            at[str(r.partition)] = max(at.get(str(r.partition), r.reached), r.reached)
+        if not r.n:
+            continue
         shapes = {*r.keys, *(heads[n] + PAYLOAD_CUT + "{}}" for n in r.heads)}
-        counts[(r.topic, r.schema_id)] = (r.n, r.bad, tuple(sorted(shapes)))
+        n, bad, found = counts.get((r.topic, r.schema_id), (0, 0, ()))
+        counts[(r.topic, r.schema_id)] = (n + r.n, bad + r.bad, tuple(sorted({*found, *shapes})))
         if r.first is None or orders is None:
             continue
         first, last = list(r.first), list(r.last)
         orders = None if None in first or None in last else _widened(orders, r.topic, first, last)
-    return counts, orders, truncating
+    return counts, orders, truncating, reached
 
 
 def _widened(orders: Orders, topic: str, first: list[int], last: list[int]) -> Orders:

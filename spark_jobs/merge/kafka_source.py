@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_core.events.envelope import SCHEMA_HEADER
+from spark_jobs.merge.held_records import Ranges
 from spark_jobs.merge.records import REFERENCE
 
 
@@ -38,4 +40,26 @@ def kafka_records(reader: Any, servers: str, min_partitions: int | None, **optio
         F.col("key").cast("string").alias("key"),
         F.col("value").cast("string").alias("value"),
         named.cast("string").alias(REFERENCE),
+    )
+
+
+def kafka_ranges(spark: SparkSession, servers: str, min_partitions: int | None, ranges: Ranges) -> DataFrame:
+    """The records of `ranges` (per topic partition, first and last offsets) read again as
+    a batch, and nothing around them: the values of records held back
+    (`spark_jobs.merge.held_records`) are read from the broker, not kept in every batch's cache."""
+    assign: dict[str, list[int]] = {}
+    starting: dict[str, dict[str, int]] = {}
+    ending: dict[str, dict[str, int]] = {}
+    for (topic, partition), (low, high) in ranges.items():
+        assert partition is not None, "a Kafka record has a partition"
+        assign.setdefault(topic, []).append(partition)
+        starting.setdefault(topic, {})[str(partition)] = low
+        ending.setdefault(topic, {})[str(partition)] = high + 1
+    return kafka_records(
+        spark.read,
+        servers,
+        min_partitions,
+        assign=json.dumps(assign),
+        startingOffsets=json.dumps(starting),
+        endingOffsets=json.dumps(ending),
     )

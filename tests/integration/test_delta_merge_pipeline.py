@@ -199,6 +199,52 @@ def test_kafka_to_delta_with_an_available_now_stream_and_a_crash_before_its_chec
     assert set(changed) <= {"0"}  # the batch ran again to no effect
 
 
+def test_a_kafka_batch_ending_inside_a_transaction_holds_its_records_as_the_broker_has_them(
+    spark, tmp_path, kafka_bootstrap
+):
+    """The parse keeps no payload of a record Kafka can give again: the records of a
+    transaction the batch ends inside are read back from the broker, at their offsets and
+    only those, and held whole for the next batch."""
+    from confluent_kafka import Producer
+
+    from spark_jobs.delta_merge import apply_aligned
+    from spark_jobs.merge.delta_apply import live_rows
+    from spark_jobs.merge.kafka_source import kafka_ranges, kafka_records
+    from spark_jobs.merge.transactions import PendingStore
+    from tests.support.events import event, row, transaction
+
+    prefix = f"held{uuid.uuid4().hex[:8]}"
+    records = [
+        transaction("BEGIN", 1),
+        event("c", (0, 1, 1), after=row(1, "a")),
+        transaction("END", 1, {"shop.accounts": 1}),
+        transaction("BEGIN", 2),
+        event("c", (0, 2, 1), after=row(2, "b")),
+        event("u", (0, 2, 2), before=row(1, "a"), after=row(1, "a2")),  # its END comes later
+    ]
+    for r in records:
+        r["topic"] = r["topic"].replace("tm.", f"{prefix}.", 1)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap})
+    for r in records:
+        producer.produce(r["topic"], key=r["key"], value=r["value"])
+    assert producer.flush(30) == 0
+    topics = f"{prefix}.shop.accounts,{prefix}.transaction"
+    batch = kafka_records(spark.read, kafka_bootstrap, 2, subscribe=topics, startingOffsets="earliest")
+    asked = []
+
+    def reread(ranges):
+        asked.append(ranges)
+        return kafka_ranges(spark, kafka_bootstrap, 2, ranges)
+
+    pending = PendingStore(spark, str(tmp_path / "held"))
+    apply_aligned(spark, batch, str(tmp_path), prefix, None, pending, 1, reread=reread)
+    table = f"{tmp_path}/shop.accounts"
+    assert sorted((r.id, r.name) for r in live_rows(spark, table).collect()) == [(1, "a")]
+    assert asked == [{(f"{prefix}.shop.accounts", 0): (1, 2)}]  # the two events, not the batch
+    held = sorted((r.topic, r.key, r.value) for r in pending.read(2).collect())
+    assert held == sorted((r["topic"], r["key"], r["value"]) for r in records[3:])
+
+
 def test_schemaless_values_from_kafka_land_with_their_schemas_by_reference(
     spark, tmp_path, mariadb_admin_params, scratch_db, kafka_bootstrap
 ):

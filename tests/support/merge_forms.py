@@ -86,8 +86,14 @@ def in_form(spark: Any, records: list[dict], form: str, folder: Path) -> dict[st
     (a frame) and, from the Parquet log, `typed` (its typed parts)."""
     from spark_jobs.local_log_source import read_local_log
 
-    if form == "json":
-        return {"records": spark.createDataFrame(records, "topic STRING, key STRING, value STRING")}
+    if form == "json":  # as a Kafka batch gives them: with their topic partition and offset
+        offsets: dict[str, int] = {}
+        rows = []
+        for r in records:
+            offsets[r["topic"]] = offsets.get(r["topic"], -1) + 1
+            rows.append((r["topic"], 0, offsets[r["topic"]], r["key"], r["value"]))
+        schema = "topic STRING, partition INT, offset LONG, key STRING, value STRING"
+        return {"records": spark.createDataFrame(rows, schema)}
     assert form == "parquet", form
     folder.mkdir(parents=True, exist_ok=True)
     root = Path(folder) / f"log-{len(list(folder.iterdir()))}"

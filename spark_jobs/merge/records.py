@@ -283,7 +283,9 @@ def parse(cuts: DataFrame, shapes: Shapes, patch_field: str | None = None) -> Da
     images = [_image(s, patch_field).alias(s.column) for s in rows]
     fields = [flat(path).alias(name) for name, path in FLAT.items()]
     present = payload.isNotNull().alias("present")  # not a tombstone
-    kept = F.when(~_again(cuts, is_row), payload).alias("payload")
+    # `when(again, null)`, not `when(~again, payload)`: `is_row` is null where the schema
+    # id is (not cut yet), and that payload is kept.
+    kept = F.when(_again(cuts, is_row), F.lit(None).cast("string")).otherwise(payload).alias("payload")
     return staged.select("topic", "key", *carried(cuts), "schema_id", kept, present, *fields, *images)
 
 

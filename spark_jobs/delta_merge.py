@@ -42,7 +42,7 @@ from spark_jobs.merge.landing import TablePlan, land
 from spark_jobs.merge.lease import merge_lease
 from spark_jobs.merge.options import MergeOptions
 from spark_jobs.merge.planning import table_plans
-from spark_jobs.merge.records import REFERENCE, carried, reached_offsets
+from spark_jobs.merge.records import REFERENCE, carried
 from spark_jobs.merge.schema_catalogue import kafka_catalogue, local_catalogue
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES, merge_each
 from spark_jobs.merge.transactions import PendingStore, split_complete, split_whole
@@ -92,7 +92,7 @@ def apply_aligned(
     """The records of complete source transactions (this batch's and those held back
     before) planned (`table_plans`) and landed; the rest is held for the next batch. `reached` None: the
     offsets reached are those of the records' `partition` and `offset` columns, taken
-    from the parsed batch (a Kafka batch is then read once). `whole`: the batch is known
+    by the parse's census (a Kafka batch is then read once). `whole`: the batch is known
     to hold whole transactions only, and nothing was held back before it
     (`spark_jobs.merge.log_range`): there is nothing to count. `drops`: the source's
     dropped tables (`spark_jobs.merge.dropped_tables`). `reread`: the source's records in
@@ -106,7 +106,7 @@ def apply_aligned(
         records_in = sum(shapes.records.values())
         _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
         if reached is None:
-            reached = shapes.reached if shapes.reached is not None else reached_offsets(parsed)
+            reached = shapes.reached or {}  # records without Kafka's positions reach none
         started = time.monotonic()
         split = (
             split_whole(parsed, prefix, shapes.orders)

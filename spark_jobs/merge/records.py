@@ -317,20 +317,3 @@ def _image(shape: Shape, patch_field: str | None = None) -> Column:
     return F.when(
         F.col(envelope).isNotNull(), F.struct(key.alias("_id"), image.alias("document"), patch.alias("patch"))
     )
-
-
-def reached_offsets(parsed: DataFrame) -> dict[str, dict[str, int]]:
-    """Per topic and partition, the highest offset among the parsed records that carry
-    one (records held back from an earlier batch do not)."""
-    if any(c not in parsed.columns for c in POSITION):
-        return {}
-    rows = (
-        parsed.where(F.col("offset").isNotNull())
-        .groupBy("topic", "partition")
-        .agg(F.max("offset").alias("offset"))
-        .collect()
-    )
-    reached: dict[str, dict[str, int]] = {}
-    for row in rows:
-        reached.setdefault(row.topic, {})[str(row.partition)] = row.offset
-    return reached

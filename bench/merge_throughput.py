@@ -22,7 +22,7 @@ tables checked equal. `--source kafka` writes
 the events to Kafka first and reads the batch from there, as the merge job does (the bare
 MERGE still reads its prepared input).
 
-    python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 2] [--work DIR]
+    python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 3] [--work DIR]
                           [--source parquet|kafka] [--bootstrap HOST:PORT]
 """
 
@@ -47,7 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--sizes", default="1000000,10000000", help="table sizes, comma-separated")
     parser.add_argument("--txn-size", type=int, default=5, help="events per source transaction")
-    parser.add_argument("--rounds", type=int, default=2, help="runs of each merge; the best counts")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="runs of each merge; the best counts (3: this machine swings by a third from run to run)",
+    )
     parser.add_argument("--work", help="keep prepared tables and events here (reused by later runs)")
     parser.add_argument("--master", default="local[2]")
     parser.add_argument(

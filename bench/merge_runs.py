@@ -4,11 +4,14 @@ floor and a bare Delta MERGE, on fresh shallow clones of a prepared table."""
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import straightforward_merge
 from bench.merge_inputs import FIELDS, PREFIX, TOPIC, transaction_schema_text, value_schema_text
 
 
@@ -126,3 +129,58 @@ def bare_merge(spark, deduped: str, path: str) -> float:
         .execute()
     )
     return time.perf_counter() - started
+
+
+@dataclass
+class Runs:
+    """One round of every merge the benchmark compares, each on a fresh clone of `base`."""
+
+    spark: Any
+    work: Path
+    base: str
+    read: Callable[[], Any]
+    read_loose: Callable[[], Any]
+    catalogue: dict[str, tuple[str, str]]
+    log: str
+    lines_log: str
+    deduped: str
+
+    def once(
+        self, size: int, tag: str, check: bool = False
+    ) -> tuple[float, float, dict[str, float], list[float]]:
+        """(Tidemark's seconds, its MERGE's, its phases, [schemaless, binary log, JSON-lines
+        log, bare MERGE, straightforward merge, JSON floor]); `check`: the tables compared
+        (a difference is printed as a warning)."""
+        spark, run = self.spark, self.work / "run"
+        shutil.rmtree(run, ignore_errors=True)  # also what an interrupted run left
+        roots = {k: str(run / f"{k}-{size}-{tag}") for k in ("ours", "schemaless", "binary", "json-lines")}
+        bare_path, plain_path = str(run / f"bare-{size}-{tag}"), str(run / f"plain-{size}-{tag}")
+        for root in roots.values():
+            clone(spark, self.base, f"{root}/bench.t")
+        clone(spark, self.base, bare_path)
+        clone(spark, self.base, plain_path)
+        took, merge_part, phases = tidemark_merge(spark, self.read, roots["ours"])
+        others = [
+            tidemark_merge(spark, self.read_loose, roots["schemaless"], self.catalogue)[0],
+            tidemark_merge(spark, self.read, roots["binary"], embedded_log=self.log)[0],
+            tidemark_merge(spark, self.read, roots["json-lines"], embedded_log=self.lines_log)[0],
+            bare_merge(spark, self.deduped, bare_path),
+            straightforward_merge.merge(spark, self.read, plain_path, TOPIC),
+            json_floor(spark, self.read),
+        ]
+        if check:
+            ours = f"{roots['ours']}/bench.t"
+            live = spark.read.format("delta").load(ours).where("NOT _cdc_deleted").count()
+            floor = spark.read.format("delta").load(bare_path).count()
+            if live != floor:
+                print(f"  WARNING: the merged table has {live:,} live rows, the bare MERGE's {floor:,}")
+            for other, what in (
+                (plain_path, "Tidemark's table and the straightforward merge's"),
+                (f"{roots['schemaless']}/bench.t", "the tables merged from JSON with and without schemas"),
+                (f"{roots['binary']}/bench.t", "the tables merged from JSON and from the binary log"),
+                (f"{roots['json-lines']}/bench.t", "the tables merged from JSON and from the JSON-lines log"),
+            ):
+                if not straightforward_merge.same_table(spark, ours, other):
+                    print(f"  WARNING: {what} differ")
+        shutil.rmtree(run, ignore_errors=True)
+        return took, merge_part, phases, others

@@ -3,10 +3,11 @@
 1,000,000 change events (30% inserts, 60% updates, 10% deletes, as the streamer writes
 them: JSON with the Connect schema) are merged in one batch into a Delta table holding
 1,000,000 and then 10,000,000 rows (each a shallow clone of a prepared table, so every
-run starts equal). The events come in source transactions (5 events each by default)
-with their BEGIN and END records, as the streamer writes them. In one run, for each size:
-seconds and events/s of the Tidemark merge (parsing, transaction alignment, newest per
-key, MERGE guarded by order key, tombstones) and of its MERGE statement alone, next to a
+run starts equal), after untimed rounds that warm the JVM (`--warmup`). The events come
+in source transactions (5 events each by default) with their BEGIN and END records, as
+the streamer writes them. In one run, for each size: seconds and events/s of the
+Tidemark merge (parsing, transaction alignment, newest per key, MERGE guarded by order
+key, tombstones) and of its MERGE statement alone, next to a
 bare Delta MERGE of the same batch already parsed and deduplicated (update, delete,
 insert: the floor), as ratios; then how batch time grows from the small table to the
 large one. Also the JSON floor: reading the records and parsing every payload into the
@@ -22,7 +23,7 @@ tables checked equal. `--source kafka` writes
 the events to Kafka first and reads the batch from there, as the merge job does (the bare
 MERGE still reads its prepared input).
 
-    python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 3] [--work DIR]
+    python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 3] [--warmup 2] [--work DIR]
                           [--source parquet|kafka] [--bootstrap HOST:PORT]
 """
 
@@ -36,10 +37,9 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from bench import straightforward_merge
 from bench.merge_inputs import PREFIX, TOPIC, binary_log, json_lines_log, prepared, schemaless
 from bench.merge_kafka import to_kafka
-from bench.merge_runs import bare_merge, clone, json_floor, tidemark_merge
+from bench.merge_runs import Runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=3,
         help="runs of each merge; the best counts (3: this machine swings by a third from run to run)",
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="untimed rounds of every merge first, at the first size"
     )
     parser.add_argument("--work", help="keep prepared tables and events here (reused by later runs)")
     parser.add_argument("--master", default="local[2]")
@@ -90,29 +93,22 @@ def main(argv: list[str] | None = None) -> int:
             ours, ours_merge, ours_phases, bare, floor_json, plain, loose, binary, lines = (
                 [] for _ in range(9)
             )
-            # Alternating rounds on fresh clones: both merges run with a warm JVM, and the
+            runs = Runs(spark, work, base, read, read_loose, catalogue, log, lines_log, deduped)
+            # Untimed rounds first: Tidemark's own code takes the JVM two or three rounds
+            # of every merge to compile (48 s, 34 s, 28 s in its first rounds, the
+            # straightforward merge 22 s, 20 s, 20 s), and a merge job lives on.
+            for n in range(args.warmup if size == sizes[0] else 0):
+                runs.once(size, f"w{n}")
+                print(f"  warm-up round {n + 1} done", flush=True)
+            # Alternating rounds on fresh clones: every merge runs with a warm JVM, and the
             # best of each counts (this machine's speed drifts from minute to minute).
-            shutil.rmtree(work / "run", ignore_errors=True)  # left by an interrupted run
             for n in range(args.rounds):
-                ours_root, bare_path = str(work / f"run/ours-{size}-{n}"), str(work / f"run/bare-{size}-{n}")
-                plain_path = str(work / f"run/plain-{size}-{n}")
-                loose_root = str(work / f"run/schemaless-{size}-{n}")
-                binary_root = str(work / f"run/binary-{size}-{n}")
-                lines_root = str(work / f"run/json-lines-{size}-{n}")
-                for root in (ours_root, loose_root, binary_root, lines_root):
-                    clone(spark, base, f"{root}/bench.t")
-                clone(spark, base, bare_path)
-                clone(spark, base, plain_path)
-                took, merge_part, phases = tidemark_merge(spark, read, ours_root)
+                took, merge_part, phases, others = runs.once(size, str(n), check=True)
                 ours.append(took)
                 ours_merge.append(merge_part)
                 ours_phases.append(phases)
-                loose.append(tidemark_merge(spark, read_loose, loose_root, catalogue)[0])
-                binary.append(tidemark_merge(spark, read, binary_root, embedded_log=log)[0])
-                lines.append(tidemark_merge(spark, read, lines_root, embedded_log=lines_log)[0])
-                bare.append(bare_merge(spark, deduped, bare_path))
-                plain.append(straightforward_merge.merge(spark, read, plain_path, TOPIC))
-                floor_json.append(json_floor(spark, read))
+                for times, t in zip((loose, binary, lines, bare, plain, floor_json), others, strict=True):
+                    times.append(t)
                 print(
                     f"  round {n + 1}: Tidemark {took:.1f}s (MERGE {merge_part:.1f}s), schemaless {loose[-1]:.1f}s, "
                     f"binary log {binary[-1]:.1f}s, JSON-lines log {lines[-1]:.1f}s, "
@@ -120,27 +116,6 @@ def main(argv: list[str] | None = None) -> int:
                     f"{plain[-1]:.1f}s, bare MERGE {bare[-1]:.1f}s, JSON floor {floor_json[-1]:.1f}s",
                     flush=True,
                 )
-                live = (
-                    spark.read.format("delta").load(f"{ours_root}/bench.t").where("NOT _cdc_deleted").count()
-                )
-                floor = spark.read.format("delta").load(bare_path).count()
-                if live != floor:
-                    print(f"  WARNING: the merged table has {live:,} live rows, the bare MERGE's {floor:,}")
-                if not straightforward_merge.same_table(spark, f"{ours_root}/bench.t", plain_path):
-                    print("  WARNING: Tidemark's table and the straightforward merge's differ")
-                if not straightforward_merge.same_table(
-                    spark, f"{ours_root}/bench.t", f"{loose_root}/bench.t"
-                ):
-                    print("  WARNING: the tables merged from JSON with and without schemas differ")
-                if not straightforward_merge.same_table(
-                    spark, f"{ours_root}/bench.t", f"{binary_root}/bench.t"
-                ):
-                    print("  WARNING: the tables merged from JSON and from the binary log differ")
-                if not straightforward_merge.same_table(
-                    spark, f"{ours_root}/bench.t", f"{lines_root}/bench.t"
-                ):
-                    print("  WARNING: the tables merged from JSON and from the JSON-lines log differ")
-                shutil.rmtree(work / "run", ignore_errors=True)
             best = min(range(args.rounds), key=lambda i: ours[i])
             results.append(
                 (
@@ -164,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{args.events:,} events (30% inserts, 60% updates, 10% deletes) in transactions of {args.txn_size}, "
         f"with BEGIN/END records; one batch read from {args.source}; {args.master}; best of {args.rounds}"
+        f" after {args.warmup} untimed rounds of every merge"
     )
     print(
         f"{'table rows':>12s} {'keys':>9s} {'Tidemark s':>11s} {'events/s':>10s} {'parse s':>8s} "

@@ -7,9 +7,8 @@ run starts equal), after untimed rounds that warm the JVM (`--warmup`). The even
 in source transactions (5 events each by default) with their BEGIN and END records, as
 the streamer writes them. In one run, for each size: seconds and events/s of the
 Tidemark merge (parsing, transaction alignment, newest per key, MERGE guarded by order
-key, tombstones) and of its MERGE statement alone, next to a
-bare Delta MERGE of the same batch already parsed and deduplicated (update, delete,
-insert: the floor), as ratios; then how batch time grows from the small table to the
+key, tombstones) and of its MERGE statement alone, next to a bare Delta MERGE of the same
+batch already parsed and deduplicated (update, delete, insert: the floor), as ratios; then how batch time grows from the small table to the
 large one. Also the JSON floor: reading the records and parsing every payload into the
 merge's types, each cut out at its schema's known length, and nothing else. Every merge
 of these records has to read and parse them, so the bare MERGE plus that floor is the
@@ -23,8 +22,8 @@ tables checked equal. `--source kafka` writes
 the events to Kafka first and reads the batch from there, as the merge job does (the bare
 MERGE still reads its prepared input).
 
-    python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 3] [--warmup 2] [--work DIR]
-                          [--source parquet|kafka] [--bootstrap HOST:PORT]
+    python -m bench merge [--events N] [--sizes 1000000,10000000] [--rounds 3] [--warmup 2]
+                          [--work DIR] [--source parquet|kafka] [--bootstrap HOST:PORT]
 """
 
 from __future__ import annotations

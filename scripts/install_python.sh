@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 UV_VERSION=0.13.9
 stamp=.venv/.installed
-want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)-uv$UV_VERSION
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)-uv$UV_VERSION-bytecode
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/python ]; then
   exit 0
@@ -31,7 +31,12 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import sys; sys.exit(sys.
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check "uv==$UV_VERSION"
 # `sync` makes the environment exactly the lock: it also removes what the lock dropped.
-.venv/bin/uv pip sync -q --python .venv/bin/python requirements.lock
+# `--compile-bytecode` writes every module's bytecode now: uv leaves it to the first import,
+# and where PYTHONDONTWRITEBYTECODE is set (this machine and CI) no import ever writes it,
+# so every process compiled what it imported again. The Parquet log's landing thread spent
+# 1.4 s of a streamer's first seconds compiling pyarrow's and pandas's modules; any
+# process importing them (tests, Spark workers, Airflow tasks) paid the same.
+.venv/bin/uv pip sync -q --compile-bytecode --python .venv/bin/python requirements.lock
 .venv/bin/uv pip install -q --python .venv/bin/python --no-deps -e .
 echo "$want" > "$stamp"
 echo "install_python: .venv ready ($(.venv/bin/python --version))"

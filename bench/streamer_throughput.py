@@ -201,7 +201,7 @@ def connector_props(state: Path, log: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changes", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds of the two local formats")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the two local formats")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tidemark-bench-"))
     conn = admin()

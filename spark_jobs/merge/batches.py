@@ -93,7 +93,7 @@ def parsed_batch(
             orders: Orders | None = None
             truncating: frozenset[str] | None = None
             if pairs:
-                parsed = parse(cut_known(records, pairs, by_reference), first, patch_field).persist()
+                parsed = parse(cut_known(records, pairs, by_reference), first, patch_field, heads).persist()
                 cached.append(parsed)
                 counts, orders, truncating, reached = tally(parsed, heads, position)
             shapes = first.only(set(counts))
@@ -114,7 +114,7 @@ def parsed_batch(
                     if not more.cut_wrong:
                         break
                     cuts.unpersist()
-                rest = parse(cuts, more, patch_field).persist()
+                rest = parse(cuts, more, patch_field, heads).persist()
                 cached.append(rest)
                 rest.count()  # built from `cuts` before they go
                 cuts.unpersist()
@@ -133,7 +133,10 @@ def parsed_batch(
             check_recognised(parsed, counts)
             known.learn(shapes)
             counted = shapes.counted(counts)
-            yield parsed, replace(counted, orders=orders, truncating=truncating, reached=reached)
+            yield (
+                parsed,
+                replace(counted, orders=orders, truncating=truncating, reached=reached, heads=tuple(heads)),
+            )
         finally:
             for frame in cached:
                 frame.unpersist()

@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
-from spark_jobs.merge.key_sets import PAYLOAD_CUT, WITH_SCHEMA, key_shape
+from spark_jobs.merge.key_sets import KEY_HEAD, PAYLOAD_CUT, WITH_SCHEMA, head_index, key_shape
 
 # (topic, schema id) -> (records, unrecognised, the records' keys without values: one per
 # key schema, `key_sets.key_shape`)
@@ -46,13 +46,14 @@ def tally(
     offset), the offsets the batch reached (`Reached`). One aggregation; it also fills
     the cache.
 
-    `heads`: key heads the batch's keys likely start with (`key_head`, from earlier keys).
-    A key that starts with one and its cut is that head's shape, told by comparing bytes;
-    only the others are cut for their shape."""
+    `heads`: key heads the batch's keys likely start with (`key_head`, from earlier keys;
+    those the batch was parsed with, where it has a `KEY_HEAD` column). A key that starts
+    with one and its cut is that head's shape, told by comparing bytes; only the others
+    are cut for their shape."""
     key = F.col("key")
-    head = F.lit(None).cast("int")
-    for n, text in reversed(list(enumerate(heads))):
-        head = F.when(key.startswith(text + PAYLOAD_CUT), F.lit(n)).otherwise(head)
+    head = head_index(key, heads)
+    if KEY_HEAD in parsed.columns:  # a key the parse left out has its head's index
+        head = F.when(key.isNull(), F.col(KEY_HEAD)).otherwise(head)
     # A struct, not an array, compares alike here (no part is null, or orders are not
     # used) and costs the aggregation less.
     order = F.struct(F.col("p_epoch"), F.col("p_rank"))

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import added_columns, connect_types
-from spark_jobs.merge.key_sets import KEY_SET, distinct_sets, key_set_index
+from spark_jobs.merge.key_sets import KEY_HEAD, KEY_SET, PAYLOAD_CUT, distinct_sets, index_of, key_set_index
 from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
 from spark_jobs.sql_names import columns, quoted
 from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
@@ -111,7 +111,7 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
                 )
             _check_reserved(topic, shape)
             these = (F.col("topic") == topic) & (F.col("schema_id") == F.lit(shape.schema_id))
-            frame = _typed(parsed.where(these), shape, sets)
+            frame = _typed(parsed.where(these), shape, sets, _head_sets(shapes.heads, sets, topic))
             for name, value in older.get(shape.schema_id, {}).items():  # a column added later
                 frame = frame.withColumn(name, value)
             frames.append(frame)
@@ -138,9 +138,24 @@ def _check_reserved(topic: str, shape: Shape) -> None:
         )
 
 
-def _typed(parsed: DataFrame, shape: Shape, key_sets: tuple[tuple[str, ...], ...] = ()) -> DataFrame:
+def _head_sets(
+    heads: tuple[str, ...], sets: tuple[tuple[str, ...], ...], topic: str
+) -> tuple[int | None, ...]:
+    """Per key head the batch was parsed with (`Shapes.heads`), which of `sets` its keys are."""
+    if not sets:
+        return ()
+    return tuple(index_of(key_columns(head + PAYLOAD_CUT + "{}}", topic), sets) for head in heads)
+
+
+def _typed(
+    parsed: DataFrame,
+    shape: Shape,
+    key_sets: tuple[tuple[str, ...], ...] = (),
+    head_sets: tuple[int | None, ...] = (),
+) -> DataFrame:
     """The parsed row image (JSON types) in its Delta types, with the bookkeeping (and
-    each row's `KEY_SET` among `key_sets`, when there are several)."""
+    each row's `KEY_SET` among `key_sets`, when there are several: a row whose key the
+    parse left out has the one of its key head, `head_sets`)."""
     assert shape.schema is not None
     fields = row_fields(shape.schema)
     row = parsed.where(F.col("p_op").isin(*CHANGE_OPS))
@@ -159,8 +174,15 @@ def _typed(parsed: DataFrame, shape: Shape, key_sets: tuple[tuple[str, ...], ...
         F.timestamp_millis(F.col("p_ts_ms")).alias("_cdc_source_ts"),
         F.col("p_txn_id").alias("_cdc_txn_id"),
         (F.col("p_op") == "d").alias("_cdc_deleted"),
-        *([key_set_index(F.col("key"), key_sets).alias(KEY_SET)] if key_sets else []),
+        *([_key_set(parsed, key_sets, head_sets).alias(KEY_SET)] if key_sets else []),
     )
+
+
+def _key_set(
+    parsed: DataFrame, key_sets: tuple[tuple[str, ...], ...], head_sets: tuple[int | None, ...]
+) -> Column:
+    head = F.col(KEY_HEAD) if KEY_HEAD in parsed.columns else None
+    return key_set_index(F.col("key"), key_sets, head, head_sets)
 
 
 # Bytes a value takes in a Spark row, roughly (a text column: a short text and its length).

@@ -26,6 +26,10 @@ from pyspark.sql import types as T
 KEY_SET = "_cdc_key_set"  # a row's key set: its index in the table's key sets
 WITH_SCHEMA = '{"schema":{'  # a Connect key's first bytes: its schema comes first
 PAYLOAD_CUT = ',"payload":'
+# A record key's head (`census.key_head`) as its index among the heads the parse was
+# given (`records.parse`): a key the parse leaves out (its source gives it again) is
+# known by it.
+KEY_HEAD = "key_head"
 
 
 def key_shape(key: Column) -> Column:
@@ -47,6 +51,15 @@ def _payload(key: Column) -> Column:
     return F.when(enveloped, F.get_json_object(key, "$.payload")).otherwise(key)
 
 
+def head_index(key: Column, heads: Sequence[str]) -> Column:
+    """Which of `heads` (`census.key_head`: a key schema's text before its payload) a
+    record key starts with, told by comparing bytes; null: none."""
+    index = F.lit(None).cast(T.IntegerType())
+    for n, text in reversed(list(enumerate(heads))):
+        index = F.when(key.startswith(text + PAYLOAD_CUT), F.lit(n)).otherwise(index)
+    return index
+
+
 def distinct_sets(found: Sequence[tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
     """The key sets among `found`, each once (a key's column order does not change what
     it matches), in the order first seen."""
@@ -61,10 +74,21 @@ def index_of(keys: tuple[str, ...], sets: Sequence[tuple[str, ...]]) -> int | No
     return next((n for n, k in enumerate(sets) if set(k) == set(keys)), None)
 
 
-def key_set_index(key: Column, sets: Sequence[tuple[str, ...]]) -> Column:
-    """Which of `sets` a record key's fields are (null: none, or no key)."""
+def key_set_index(
+    key: Column,
+    sets: Sequence[tuple[str, ...]],
+    head: Column | None = None,
+    head_sets: Sequence[int | None] = (),
+) -> Column:
+    """Which of `sets` a record key's fields are (null: none, or no key). A record whose
+    key the parse left out (`records.KEY_HEAD`) has the one its `head` names: the
+    `head_sets[n]`th for head n."""
     fields = F.array_sort(F.json_object_keys(_payload(key)))
     index = F.lit(None).cast(T.IntegerType())
     for n, keys in reversed(list(enumerate(sets))):
         index = F.when(fields == F.array(*[F.lit(c) for c in sorted(keys)]), F.lit(n)).otherwise(index)
+    if head is None:
+        return index
+    for n, found in enumerate(head_sets):
+        index = F.when(head == n, F.lit(found).cast(T.IntegerType())).otherwise(index)
     return index

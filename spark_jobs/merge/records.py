@@ -12,6 +12,7 @@ its row image in JSON types (`row_<n>`, one column per schema).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -22,6 +23,7 @@ from pyspark.sql import types as T
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.census import Census
+from spark_jobs.merge.key_sets import KEY_HEAD, head_index
 from spark_jobs.sql_names import quoted
 
 RECORDS = "topic STRING, key STRING, value STRING"
@@ -101,6 +103,9 @@ class Shapes:
     # Per topic and partition, the highest offset of the batch's records, where they carry
     # Kafka's positions and the census took them (`census.tally`): None otherwise.
     reached: dict[str, dict[str, int]] | None = None
+    # The key heads the batch was parsed with (`KEY_HEAD`), for the key sets of records
+    # whose key the parse left out.
+    heads: tuple[str, ...] = ()
 
     def of(self, topic: str) -> list[Shape]:
         return self.by_topic.get(topic, [])
@@ -249,11 +254,14 @@ FLAT = {
 }
 
 
-def parse(cuts: DataFrame, shapes: Shapes, patch_field: str | None = None) -> DataFrame:
-    """`topic, key, schema_id, payload, present`, the `FLAT` fields and a `row_<n>` column per
-    change-event schema (null on other records): each payload parsed once, with the
-    schema of its kind. A document's row has its event's `patch_field` as `patch`.
-    `payload` is null where the source can give the record again (`_again`)."""
+def parse(
+    cuts: DataFrame, shapes: Shapes, patch_field: str | None = None, heads: Sequence[str] = ()
+) -> DataFrame:
+    """`topic, key, schema_id, payload, present`, `KEY_HEAD`, the `FLAT` fields and a
+    `row_<n>` column per change-event schema (null on other records): each payload parsed
+    once, with the schema of its kind. A document's row has its event's `patch_field` as
+    `patch`. `payload` is null where the source can give the record again (`_again`), and
+    so is `key` where it starts with one of `heads` (`KEY_HEAD` tells which)."""
     payload = F.col("payload")
     rows = [s for s in shapes.all() if s.column]
     is_row = F.lit(False)
@@ -285,8 +293,21 @@ def parse(cuts: DataFrame, shapes: Shapes, patch_field: str | None = None) -> Da
     present = payload.isNotNull().alias("present")  # not a tombstone
     # `when(again, null)`, not `when(~again, payload)`: `is_row` is null where the schema
     # id is (not cut yet), and that payload is kept.
-    kept = F.when(_again(cuts, is_row), F.lit(None).cast("string")).otherwise(payload).alias("payload")
-    return staged.select("topic", "key", *carried(cuts), "schema_id", kept, present, *fields, *images)
+    again = _again(cuts, is_row)
+    kept = F.when(again, F.lit(None).cast("string")).otherwise(payload).alias("payload")
+    head = F.when(payload.isNotNull(), head_index(F.col("key"), heads))
+    key = F.when(again & head.isNotNull(), F.lit(None).cast("string")).otherwise(F.col("key"))
+    return staged.select(
+        "topic",
+        key.alias("key"),
+        *carried(cuts),
+        "schema_id",
+        kept,
+        present,
+        head.alias(KEY_HEAD),
+        *fields,
+        *images,
+    )
 
 
 def _again(cuts: DataFrame, is_row: Column) -> Column:
@@ -294,7 +315,8 @@ def _again(cuts: DataFrame, is_row: Column) -> Column:
     can give it again by position (`held_records`), in its own schema's form. Most of a
     batch's bytes are its payloads, and the batch without them took 2.6 s less of 23.7 s
     at 1,000,000 events (the merge benchmark's inputs, README: "Changed on 2026-12-06");
-    only records held back need them."""
+    only records held back need them. Most of the rest is the key's text, with its
+    schema; its head's index stands in for it."""
     if POSITION[1] not in cuts.columns:
         return F.lit(False)
     again = is_row & F.col(POSITION[1]).isNotNull()

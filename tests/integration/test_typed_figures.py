@@ -185,3 +185,34 @@ def test_a_text_batchs_census_tells_known_key_heads_and_order_keys_as_the_slow_w
         finally:
             per_table.release()
             fast.release()
+
+
+def test_a_kafka_batchs_parse_keeps_no_key_it_can_read_again_and_counts_alike(spark):
+    """Records with Kafka's positions: the parse drops the key text of each change event
+    whose key starts with a head it knows (its head's index stands in), keeps those of
+    BEGIN/END and tombstones, and the census tells the same key shapes and counts as for
+    the same records without positions, where every key is kept."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.merge.batches import parsed_batch
+    from spark_jobs.merge.key_sets import KEY_HEAD
+
+    records = _records()
+    plain = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+    placed = spark.createDataFrame(
+        [(r["topic"], 0, n, r["key"], r["value"]) for n, r in enumerate(records)],
+        "topic STRING, partition INT, offset LONG, key STRING, value STRING",
+    )
+    with parsed_batch(plain, "tm") as (parsed, shapes):
+        assert parsed.where("key IS NULL AND present AND p_op != 't'").count() == 0  # a truncate has none
+        expected = shapes.by_topic, shapes.records
+    with parsed_batch(placed, "tm") as (parsed, shapes):
+        events = parsed.where(F.col("topic") != "tm.transaction").where("present AND p_op IN ('c', 'u', 'd')")
+        assert events.where("key IS NOT NULL").count() == 0
+        assert events.where(F.col(KEY_HEAD).isNull()).count() == 0
+        assert parsed.where("NOT present AND key IS NULL").count() == 0  # tombstones
+        boundaries = parsed.where(F.col("topic") == "tm.transaction")
+        assert boundaries.where("key IS NULL").count() == 0
+        assert (shapes.by_topic, shapes.records) == expected
+        last = {r["topic"]: n for n, r in enumerate(records)}
+        assert shapes.reached == {topic: {"0": n} for topic, n in last.items()}

@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
-from spark_jobs.merge.key_sets import KEY_HEAD, PAYLOAD_CUT, WITH_SCHEMA, head_index, key_shape
+from spark_jobs.merge.key_sets import KEY_HEAD, PAYLOAD_CUT, WITH_SCHEMA, head_index, head_shape, key_shape
 
 # (topic, schema id) -> (records, unrecognised, the records' keys without values: one per
 # key schema, `key_sets.key_shape`)
@@ -99,7 +99,7 @@ def tally(
             at[str(r.partition)] = max(at.get(str(r.partition), r.reached), r.reached)
         if not r.n:
             continue
-        shapes = {*r.keys, *(heads[n] + PAYLOAD_CUT + "{}}" for n in r.heads)}
+        shapes = {*r.keys, *(head_shape(heads[n]) for n in r.heads)}
         n, bad, found = counts.get((r.topic, r.schema_id), (0, 0, ()))
         counts[(r.topic, r.schema_id)] = (n + r.n, bad + r.bad, tuple(sorted({*found, *shapes})))
         if r.first is None or orders is None:

@@ -21,7 +21,7 @@ from pyspark.sql import types as T
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import added_columns, connect_types
-from spark_jobs.merge.key_sets import KEY_HEAD, KEY_SET, PAYLOAD_CUT, distinct_sets, index_of, key_set_index
+from spark_jobs.merge.key_sets import KEY_HEAD, KEY_SET, distinct_sets, head_shape, index_of, key_set_index
 from spark_jobs.merge.records import Shape, Shapes, document_envelope, row_fields
 from spark_jobs.sql_names import columns, quoted
 from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
@@ -144,7 +144,7 @@ def _head_sets(
     """Per key head the batch was parsed with (`Shapes.heads`), which of `sets` its keys are."""
     if not sets:
         return ()
-    return tuple(index_of(key_columns(head + PAYLOAD_CUT + "{}}", topic), sets) for head in heads)
+    return tuple(index_of(key_columns(head_shape(head), topic), sets) for head in heads)
 
 
 def _typed(

@@ -39,7 +39,7 @@ def key_shape(key: Column) -> Column:
     fields (any other key). Null for a record without a key."""
     schema_first = key.startswith(WITH_SCHEMA) & (F.instr(key, PAYLOAD_CUT) > 0)
     return F.when(
-        schema_first, F.concat(F.substring_index(key, PAYLOAD_CUT, 1), F.lit(PAYLOAD_CUT + "{}}"))
+        schema_first, F.concat(F.substring_index(key, PAYLOAD_CUT, 1), F.lit(head_shape("")))
     ).otherwise(F.to_json(F.json_object_keys(_payload(key))))
 
 
@@ -49,6 +49,11 @@ def _payload(key: Column) -> Column:
         F.get_json_object(key, "$.schema").isNotNull() & F.get_json_object(key, "$.payload").isNotNull()
     )
     return F.when(enveloped, F.get_json_object(key, "$.payload")).otherwise(key)
+
+
+def head_shape(head: str) -> str:
+    """The shape (`key_shape`) of every key that starts with `head` (`census.key_head`)."""
+    return head + PAYLOAD_CUT + "{}}"
 
 
 def head_index(key: Column, heads: Sequence[str]) -> Column:

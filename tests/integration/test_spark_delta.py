@@ -51,3 +51,27 @@ def test_table_checksum_ignores_order_and_bookkeeping(spark, tmp_path):
     assert table_checksum(a)["rows"] == 2
     assert table_checksum(a) != table_checksum(c)
     assert table_checksum(a.limit(0)) == {"rows": 0, "checksum": 0}
+
+
+def test_code_generated_for_a_query_is_kept_while_more_than_a_hundred_others_run(spark):
+    """One merge batch generates more classes than Spark's default cache of 100 keeps:
+    without a larger cache, each batch of a long-running merge compiled its code again
+    and warmed the new classes up from scratch (README: "Changed on 2026-12-06 in the
+    evening")."""
+    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+
+    def compiled() -> int:
+        return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+    def run(n: int) -> list:
+        # The literal is in the generated code: each n is a class of its own.
+        return spark.range(3).selectExpr(f"id * {n + 7} + {n} AS v").collect()
+
+    assert [r.v for r in run(0)] == [0, 7, 14]
+    before = compiled()
+    for n in range(1, 151):
+        run(n)
+    assert compiled() - before >= 150  # the others were compiled: the counter counts
+    again = compiled()
+    assert [r.v for r in run(0)] == [0, 7, 14]
+    assert compiled() == again

@@ -24,7 +24,6 @@ DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
-CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries"  # a static setting: only at start-up
 
 
 def local_defaults() -> dict[str, str]:
@@ -52,8 +51,8 @@ def local_defaults() -> dict[str, str]:
         # default. One merge batch generates more than that (the parse, census, alignment
         # and Delta's MERGE, log reads and checkpoints), so every batch of a long-running
         # merge compiled its code again and the JVM warmed the new classes up from
-        # scratch. Kept, a warm batch compiles nothing.
-        CODEGEN_CACHE: os.environ.get("TIDEMARK_SPARK_CODEGEN_CACHE", "2000"),
+        # scratch. Kept, a warm batch compiles nothing. A static setting: read at start-up.
+        "spark.sql.codegen.cache.maxEntries": os.environ.get("TIDEMARK_SPARK_CODEGEN_CACHE", "2000"),
         "spark.driver.memory": os.environ.get("TIDEMARK_SPARK_DRIVER_MEMORY", "2g"),
         "spark.local.dir": str(scratch / "tmp"),
         "spark.sql.warehouse.dir": str(scratch / "warehouse"),

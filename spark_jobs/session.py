@@ -53,6 +53,10 @@ def local_defaults() -> dict[str, str]:
         # merge compiled its code again and the JVM warmed the new classes up from
         # scratch. Kept, a warm batch compiles nothing. A static setting: read at start-up.
         "spark.sql.codegen.cache.maxEntries": os.environ.get("TIDEMARK_SPARK_CODEGEN_CACHE", "2000"),
+        # Spark plans a rank = 1 filter (`changes.newest_per_key`) with a partial top-1 per
+        # key before the shuffle, which sorts the batch a second time. A batch of changes
+        # holds few events per key, so that sort costs more than the rows it drops.
+        "spark.sql.optimizer.windowGroupLimitThreshold": "-1",
         "spark.driver.memory": os.environ.get("TIDEMARK_SPARK_DRIVER_MEMORY", "2g"),
         "spark.local.dir": str(scratch / "tmp"),
         "spark.sql.warehouse.dir": str(scratch / "warehouse"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -29,6 +29,7 @@ from spark_jobs.table_checksum import BOOKKEEPING_PREFIX
 PATCH = "_cdc_patch"  # a document update's change alone (JSON text); see spark_jobs.merge.patches
 ORDER_KEY = ("_cdc_epoch", "_cdc_rank", "_cdc_total_order")
 CHANGE_OPS = ("c", "u", "d", "r")
+_RANK = "_cdc_newest_rank"  # for a moment, in `newest_per_key`
 
 
 @dataclass(frozen=True)
@@ -206,10 +207,10 @@ def estimated_bytes(schema: T.StructType, rows: int) -> int:
 
 
 def newest_per_key(rows: DataFrame, keys: tuple[str, ...]) -> DataFrame:
-    """The newest event per key by order key (epoch, rank, total_order): one aggregation,
-    no sort; the order of events in the batch does not matter."""
-    others = [c for c in rows.columns if c not in keys]
-    order = F.struct(*[F.col(c) for c in ORDER_KEY])
-    newest = rows.groupBy(*columns(keys)).agg(F.max_by(F.struct(*columns(others)), order).alias("_e"))
-    picked = [F.col(f"_e.{quoted(c)}").alias(c) for c in others]
-    return newest.select(*columns(keys), *picked).select(*columns(rows.columns))
+    """The newest event per key by order key (epoch, rank, total_order; nulls lowest); the
+    order of events in the batch does not matter. Ranked in one sort after the shuffle by
+    key: `max_by` over the order key sorts twice, since Spark aggregates a struct by
+    sorting, before and after the shuffle (see `spark_jobs.session.local_defaults` for the
+    ranking's own partial top-1)."""
+    latest = Window.partitionBy(*columns(keys)).orderBy(*[F.col(c).desc_nulls_last() for c in ORDER_KEY])
+    return rows.withColumn(_RANK, F.row_number().over(latest)).where(F.col(_RANK) == 1).drop(_RANK)

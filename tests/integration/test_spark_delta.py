@@ -75,3 +75,39 @@ def test_code_generated_for_a_query_is_kept_while_more_than_a_hundred_others_run
     again = compiled()
     assert [r.v for r in run(0)] == [0, 7, 14]
     assert compiled() == again
+
+
+def test_the_newest_event_per_key_is_picked_by_order_key_in_one_sort(spark):
+    """Epoch first, then rank, then total_order, a missing part lowest; whatever the
+    events' order in the batch. One sort after the shuffle by key: `max_by` over the
+    order key, or Spark's partial top-1 before the shuffle, sorted the batch twice (README:
+    "Changed on 2026-12-06 at night")."""
+    from spark_jobs.merge.changes import newest_per_key
+
+    rows = spark.createDataFrame(
+        [
+            (1, "newer epoch", 2, 0, 1),
+            (1, "older epoch, higher rank", 1, 9, 9),
+            (2, "no epoch", None, 5, 5),
+            (2, "epoch 0", 0, 0, 0),
+            (3, "same rank, lower order", 4, 4, 1),
+            (3, "same rank, higher order", 4, 4, 2),
+            (4, None, None, None, None),
+            (None, "no key", 1, 1, 1),
+            (None, "no key, newer", 1, 1, 2),
+        ],
+        "id INT, v STRING, _cdc_epoch LONG, _cdc_rank LONG, _cdc_total_order LONG",
+    ).repartition(3)
+    newest = newest_per_key(rows, ("id",))
+    assert newest.columns == rows.columns
+    picked = {r.id: r.v for r in newest.collect()}
+    assert picked == {
+        1: "newer epoch",
+        2: "epoch 0",
+        3: "same rank, higher order",
+        4: None,
+        None: "no key, newer",
+    }
+    plan = newest._jdf.queryExecution().executedPlan().toString().split("== Initial Plan ==")[0]
+    assert plan.count("Sort [") == 1, plan
+    assert "WindowGroupLimit" not in plan and "Aggregate" not in plan, plan

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.key_sets import KEY_HEAD, PAYLOAD_CUT, WITH_SCHEMA, head_index, head_shape, key_shape
+from spark_jobs.session import session_settings
 
 # (topic, schema id) -> (records, unrecognised, the records' keys without values: one per
 # key schema, `key_sets.key_shape`)
@@ -63,7 +64,7 @@ def tally(
     # payload for the rest.
     placed = list(position)
     by = ["topic", "schema_id", *placed[:-1]]
-    rows = (
+    grouped = (
         parsed.select(
             *by,
             *placed[-1:],
@@ -87,8 +88,13 @@ def tally(
             F.max(present & (F.col("p_op") == "t")).alias("truncates"),
             *([F.max(placed[-1]).alias("reached")] if placed else []),
         )
-        .collect()
     )
+    # Adaptive execution builds a cache the plan reads in a job of its own and only then
+    # runs the aggregation, which reads the cache again; without it the census is taken
+    # in the pass that fills the cache. 1,000,000 events: 1.5 s less CPU, about as much
+    # wall-clock time (README: "Changed on 2026-12-06 at night").
+    with session_settings(parsed.sparkSession, {"spark.sql.adaptive.enabled": "false"}):
+        rows = grouped.collect()
     counts: Census = {}
     orders: Orders | None = {}
     truncating = frozenset(r.topic for r in rows if r.truncates)

@@ -216,3 +216,29 @@ def test_a_kafka_batchs_parse_keeps_no_key_it_can_read_again_and_counts_alike(sp
         assert (shapes.by_topic, shapes.records) == expected
         last = {r["topic"]: n for n, r in enumerate(records)}
         assert shapes.reached == {topic: {"0": n} for topic, n in last.items()}
+
+
+def test_a_text_batchs_census_is_taken_in_the_pass_that_fills_its_cache(spark):
+    """One Spark job builds the parsed batch's cache and takes its census. With adaptive
+    execution Spark built the cache in a job of its own and read it again for the census
+    (README: "Changed on 2026-12-06 at night")."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.merge.batches import parsed_batch
+    from spark_jobs.merge.census import tally
+
+    records = _records()
+    frame = spark.createDataFrame(records, "topic STRING, key STRING, value STRING")
+    with parsed_batch(frame, "tm") as (parsed, _):
+        fresh = parsed.withColumn("_again", F.lit(True)).persist()  # a cache not built yet
+        group = "census-in-the-cache-pass"
+        spark.sparkContext.setJobGroup(group, "the census of a new cache")
+        try:
+            counts = tally(fresh)[0]
+            jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(group)
+            assert sum(n for n, _, _ in counts.values()) == sum(1 for r in records if r["value"])
+            assert len(jobs) == 1, jobs
+            assert fresh.count() == len(records)
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+            fresh.unpersist()

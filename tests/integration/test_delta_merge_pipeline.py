@@ -14,6 +14,7 @@ import pytest
 from tests.support.kafka import end_offset
 from tests.support.streamer import (
     admin,
+    cut_at_end,
     kafka_connector,
     payloads,
     read_raw,
@@ -342,6 +343,7 @@ def test_a_truncate_ends_the_rows_before_it_whatever_the_batches_for_latest_and_
                     cur.execute(statement.format(table))
         for name, c in connectors.items():
             wait_for(lambda c=c: len(read_raw(c, f"{c.prefix}.{scratch_db}.h")) >= events, 60, message=name)
+            wait_for(lambda c=c: cut_at_end(c), 60, message=f"{name}: the log's cut at its end")
 
     def current(name: str, table: str) -> list[tuple]:
         return delta_rows(spark, str(tmp_path / name / "delta"), scratch_db, table)

@@ -218,6 +218,21 @@ def read_raw(connector: Connector, topic: str) -> list[tuple[Any, Any, dict[str,
     ]
 
 
+def cut_at_end(connector: Connector) -> bool:
+    """Whether the log's latest cut reaches every topic's end. A merge reads up to that cut
+    (`spark_jobs.merge.log_range`), and the writer records it only after the records it
+    covers are visible: a merge started in between leaves the last records to the next one.
+    A test that merges while the streamer runs and checks the result waits for this too."""
+    from cdc_core.sinks.local_log import LocalEventLogReader
+    from cdc_core.sinks.log_cuts import read_cut
+
+    cut = read_cut(connector.eventlog)
+    if cut is None:
+        return False
+    reader = LocalEventLogReader(connector.eventlog)
+    return all(cut.offsets.get(t, 0) >= reader.end_offset(t) for t in reader.topics())
+
+
 def unwrap(message: Any) -> Any:
     """The payload of a Kafka Connect JSON message with or without its schema part."""
     if isinstance(message, dict) and set(message) == {"schema", "payload"}:

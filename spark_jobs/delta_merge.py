@@ -94,7 +94,8 @@ def apply_aligned(
     offsets reached are those of the records' `partition` and `offset` columns, taken
     by the parse's census (a Kafka batch is then read once). `whole`: the batch is known
     to hold whole transactions only, and nothing was held back before it
-    (`spark_jobs.merge.log_range`): there is nothing to count. `drops`: the source's
+    (`spark_jobs.merge.log_range`): there is nothing to count, as for a batch whose census
+    finds every transaction in hand complete (`transaction_fingerprint`). `drops`: the source's
     dropped tables (`spark_jobs.merge.dropped_tables`). `reread`: the source's records in
     ranges of positions, for the values of records held back (`held_records`; default:
     `records` filtered)."""
@@ -102,7 +103,7 @@ def apply_aligned(
         pending.read(batch_id), allowMissingColumns=True
     )
     started = time.monotonic()
-    with parsed_batch(combined, prefix, known, _patch_field(options), typed) as (parsed, shapes):
+    with parsed_batch(combined, prefix, known, _patch_field(options), typed, not whole) as (parsed, shapes):
         records_in = sum(shapes.records.values())
         _phase("parse", started, "batch %d: %d records parsed", batch_id, records_in)
         if reached is None:
@@ -110,7 +111,7 @@ def apply_aligned(
         started = time.monotonic()
         split = (
             split_whole(parsed, prefix, shapes.orders)
-            if whole
+            if whole or shapes.whole
             else split_complete(parsed, prefix, shapes.orders)
         )
         try:

@@ -56,6 +56,7 @@ def parsed_batch(
     known: KnownSchemas | None = None,
     patch_field: str | None = None,
     typed: Sequence[TypedPart] = (),
+    fingerprint: bool = False,
 ) -> Iterator[tuple[DataFrame, Shapes]]:
     """The batch parsed once (`spark_jobs.merge.records`) and kept for the merge's passes.
 
@@ -66,7 +67,9 @@ def parsed_batch(
     (`known.references`) are cut as if they carried it. Records that are not JSON events
     fail the batch before anything is merged. `patch_field`: a document source's change-only field (`DocumentPatches`).
     `typed`: parts of the batch read from the Parquet event log's typed files, which need
-    no parsing (`spark_jobs.merge.typed_records`), joined to the rest."""
+    no parsing (`spark_jobs.merge.typed_records`), joined to the rest. `fingerprint`: the
+    census also tells whether every transaction in hand is complete (`Shapes.whole`), for
+    a batch to align."""
     known = known if known is not None else KnownSchemas()
     spark = records.sparkSession
     known.expect(f"{prefix}.transaction", TRANSACTION_VALUE_SCHEMA)
@@ -87,15 +90,17 @@ def parsed_batch(
                 yield parsed, replace(counted, orders=figures.orders, truncating=figures.truncating)
                 return
             parsed, counts = None, {}
+            told = prefix if fingerprint else None
             position = POSITION if all(c in records.columns for c in POSITION) else ()
             reached: Reached | None = None
             heads = sorted({h for h in (key_head(s.key) for s in first.all()) if h is not None})
             orders: Orders | None = None
             truncating: frozenset[str] | None = None
+            whole: bool | None = None
             if pairs:
                 parsed = parse(cut_known(records, pairs, by_reference), first, patch_field, heads).persist()
                 cached.append(parsed)
-                counts, orders, truncating, reached = tally(parsed, heads, position)
+                counts, orders, truncating, reached, whole = tally(parsed, heads, position, told)
             shapes = first.only(set(counts))
             uncut = {topic for topic, schema_id in counts if schema_id is None}
             if parsed is None or uncut:
@@ -122,7 +127,7 @@ def parsed_batch(
                     done = parsed.where(F.col("schema_id").isNotNull() | F.col("payload").isNull())
                     rest = done.unionByName(rest, allowMissingColumns=True)
                 parsed, shapes = rest, shapes | more
-                counts, orders, truncating, reached = tally(parsed, heads, position)
+                counts, orders, truncating, reached, whole = tally(parsed, heads, position, told)
             if typed:
                 more_rows, more, figures = typed_batch(list(typed), not_rows, shapes)
                 parsed = parsed.unionByName(more_rows, allowMissingColumns=True)
@@ -130,12 +135,20 @@ def parsed_batch(
                 orders = joined_orders(orders, figures.orders)
                 truncating = truncating | figures.truncating if truncating is not None else None
                 reached = None  # typed files carry no partition: the caller knows what it read
+                whole = None  # their transactions are not in the census
             check_recognised(parsed, counts)
             known.learn(shapes)
             counted = shapes.counted(counts)
             yield (
                 parsed,
-                replace(counted, orders=orders, truncating=truncating, reached=reached, heads=tuple(heads)),
+                replace(
+                    counted,
+                    orders=orders,
+                    truncating=truncating,
+                    reached=reached,
+                    heads=tuple(heads),
+                    whole=whole,
+                ),
             )
         finally:
             for frame in cached:

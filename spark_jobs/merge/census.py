@@ -4,11 +4,13 @@ event the merge knows: merging around a record it cannot read would lose it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from cdc_core.errors import TidemarkError
+from spark_jobs.merge import transaction_fingerprint
 from spark_jobs.merge.key_sets import KEY_HEAD, PAYLOAD_CUT, WITH_SCHEMA, head_index, head_shape, key_shape
 from spark_jobs.session import session_settings
 
@@ -21,6 +23,15 @@ Orders = dict[str, tuple[list[int], list[int]]]
 # Per topic and partition (as text), the highest offset of the batch's records that have
 # one (records held back by an earlier batch have none): what a Kafka batch reached.
 Reached = dict[str, dict[str, int]]
+
+
+class Tally(NamedTuple):
+    counts: Census
+    orders: Orders | None
+    truncating: frozenset[str]
+    reached: Reached | None
+    # Every transaction in hand is complete (`transaction_fingerprint`); None: not asked.
+    whole: bool | None = None
 
 
 def recognised() -> Column:
@@ -36,16 +47,17 @@ def census(parsed: DataFrame) -> Census:
 
 
 def tally(
-    parsed: DataFrame, heads: Sequence[str] = (), position: Sequence[str] = ()
-) -> tuple[Census, Orders | None, frozenset[str], Reached | None]:
+    parsed: DataFrame, heads: Sequence[str] = (), position: Sequence[str] = (), prefix: str | None = None
+) -> Tally:
     """Per (topic, schema id) of the records that have a payload: how many, how many of
     them are not a recognised event, and their keys' shapes (each names key columns: taken
     from the batch itself, so a primary key changed since an earlier batch, or within
     this one, is seen); per topic its events' first and last order keys (None when an
     event's order key lacks a part, which only Spark's array ordering settles); the
     topics with a truncate; and, given the columns of Kafka's `position` (partition,
-    offset), the offsets the batch reached (`Reached`). One aggregation; it also fills
-    the cache.
+    offset), the offsets the batch reached (`Reached`); given the connector's `prefix`,
+    whether every transaction in hand is complete (`transaction_fingerprint`). One
+    aggregation; it also fills the cache.
 
     `heads`: key heads the batch's keys likely start with (`key_head`, from earlier keys;
     those the batch was parsed with, where it has a `KEY_HEAD` column). A key that starts
@@ -73,6 +85,7 @@ def tally(
             "p_status",
             "p_data_collection",
             "p_total_order",
+            *(transaction_fingerprint.marks(prefix) if prefix is not None else ()),
             "key",
             order.alias("_order"),
             F.when(present, head).alias("_head"),
@@ -87,6 +100,7 @@ def tally(
             F.max(F.when(event, F.col("_order"))).alias("last"),
             F.max(present & (F.col("p_op") == "t")).alias("truncates"),
             *([F.max(placed[-1]).alias("reached")] if placed else []),
+            *(transaction_fingerprint.figures() if prefix is not None else []),
         )
     )
     # Adaptive execution builds a cache the plan reads in a job of its own and only then
@@ -112,7 +126,8 @@ def tally(
             continue
         first, last = list(r.first), list(r.last)
         orders = None if None in first or None in last else _widened(orders, r.topic, first, last)
-    return counts, orders, truncating, reached
+    whole = transaction_fingerprint.whole(rows) if prefix is not None else None
+    return Tally(counts, orders, truncating, reached, whole)
 
 
 def _widened(orders: Orders, topic: str, first: list[int], last: list[int]) -> Orders:

@@ -106,6 +106,9 @@ class Shapes:
     # The key heads the batch was parsed with (`KEY_HEAD`), for the key sets of records
     # whose key the parse left out.
     heads: tuple[str, ...] = ()
+    # Every transaction in the batch is complete, where its census told it
+    # (`transaction_fingerprint`): None otherwise.
+    whole: bool | None = None
 
     def of(self, topic: str) -> list[Shape]:
         return self.by_topic.get(topic, [])

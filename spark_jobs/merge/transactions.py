@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 from cdc_core.events.topics import REPLACEMENT, VALID
 from spark_jobs.hadoop_files import delete_tree, exists, subfolders, write_text
 from spark_jobs.merge.records import RECORDS
+from spark_jobs.merge.transaction_fingerprint import end_count
 from spark_jobs.session import empty_frame
 
 
@@ -205,8 +206,7 @@ def _aggregated(
     events, its END's count, and what the transaction carries. Fixed-width values only,
     so Spark aggregates by hash, partly before the shuffle."""
     is_event, is_end, standalone = kinds
-    none = F.lit(0).cast("long")
-    count = F.coalesce(F.aggregate(F.col("p_data_collections"), none, lambda n, c: n + c.event_count), none)
+    count = end_count()
     return counted.groupBy(*by).agg(
         F.bit_or(F.when(numbered, bit)).alias("_seen"),
         F.max(F.when(is_end, count)).alias("_count"),

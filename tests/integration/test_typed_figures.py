@@ -160,7 +160,7 @@ def test_a_text_batchs_census_tells_known_key_heads_and_order_keys_as_the_slow_w
     assert heads[0] is not None and records[1]["topic"] == "tm.shop.accounts"
 
     with parsed_batch(frame, "tm") as (parsed, shapes):
-        counts, orders, truncating, reached = tally(parsed, heads)
+        counts, orders, truncating, reached, _ = tally(parsed, heads)
         assert reached is None  # the records carry no Kafka positions
         slow = {
             (r.topic, r.schema_id): tuple(sorted(r.keys))

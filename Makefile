@@ -26,7 +26,7 @@ system:
 python: system
 	@scripts/install_python.sh
 
-jars: system
+jars: system python
 	@scripts/fetch_jars.sh
 
 # Python gRPC stubs of Vitess's VStream API, generated from the protos of the Vitess jar.

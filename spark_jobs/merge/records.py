@@ -23,6 +23,7 @@ from pyspark.sql import types as T
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge import connect_types
 from spark_jobs.merge.census import Census
+from spark_jobs.merge.json_reader import from_json
 from spark_jobs.merge.key_sets import KEY_HEAD, head_index
 from spark_jobs.sql_names import quoted
 
@@ -266,6 +267,7 @@ def parse(
     `patch`. `payload` is null where the source can give the record again (`_again`), and
     so is `key` where it starts with one of `heads` (`KEY_HEAD` tells which)."""
     payload = F.col("payload")
+    spark = cuts.sparkSession
     rows = [s for s in shapes.all() if s.column]
     is_row = F.lit(False)
     full = []
@@ -276,10 +278,12 @@ def parse(
         envelope = (
             envelope_type(T.StringType(), patch_field) if documents else envelope_type(image_type(shape))
         )
-        full.append(F.when(this, F.from_json(payload, envelope)).alias(f"_{shape.column}"))
+        full.append(F.when(this, from_json(spark, payload, envelope)).alias(f"_{shape.column}"))
     # A record `cut_known` left uncut (no schema id) is parsed later, the general way.
     other = ~is_row & F.col("schema_id").isNotNull()
-    staged = cuts.drop("schema").select("*", F.when(other, F.from_json(payload, PAYLOAD)).alias("_p"), *full)
+    staged = cuts.drop("schema").select(
+        "*", F.when(other, from_json(spark, payload, PAYLOAD)).alias("_p"), *full
+    )
     sources = ["_p", *[f"_{s.column}" for s in rows]]  # at most one is not null per record
 
     def flat(path: tuple[str, ...]) -> Column:

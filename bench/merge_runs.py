@@ -19,13 +19,15 @@ def json_floor(spark, read: Callable[[], Any]) -> float:
     """Seconds to read the batch's records and parse every payload into the types the
     merge parses it into, and nothing else: each payload is cut out at its schema's known
     length (no search, no check), then parsed (no cache, no alignment, no deduplication,
-    no MERGE). Any merge of these records has to read and parse them at least once, so no
-    merge of them can take less than the bare MERGE plus this."""
+    no MERGE), by the merge's own JSON reader. Any merge of these records has to read and
+    parse them at least once, so no merge of them can take less than the bare MERGE plus
+    this."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     from spark_jobs.merge.connect_types import json_type
     from spark_jobs.merge.cutting import CUT, OPEN, bytes_between
+    from spark_jobs.merge.json_reader import from_json
     from spark_jobs.merge.records import PAYLOAD, envelope_type
 
     image = T.StructType([T.StructField(f["field"], json_type(f)) for f in FIELDS])
@@ -36,8 +38,8 @@ def json_floor(spark, read: Callable[[], Any]) -> float:
     cut = read().select("topic", "value", at.alias("at"))
     payload = bytes_between("at + 1", "octet_length(value) - at - 1")
     parsed = cut.select("topic", payload.alias("payload")).select(
-        F.when(change, F.from_json("payload", envelope_type(image))).alias("change"),
-        F.when(~change, F.from_json("payload", PAYLOAD)).alias("boundary"),
+        F.when(change, from_json(spark, F.col("payload"), envelope_type(image))).alias("change"),
+        F.when(~change, from_json(spark, F.col("payload"), PAYLOAD)).alias("boundary"),
     )
     parsed.write.format("noop").mode("overwrite").save()
     return time.perf_counter() - started

@@ -10,6 +10,8 @@ records, as `from_json` without options does.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from py4j.java_gateway import JavaClass
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import types as T
@@ -24,7 +26,7 @@ def from_json(spark: SparkSession, json: Column, schema: T.StructType) -> Column
     session (the merge job's) with Tidemark's Spark jar (`make install` builds it into
     .jars/spark)."""
     jvm = getattr(spark, "_jvm", None)  # None: a Spark Connect session
-    reader = jvm.dev.tidemark.spark.Utf8FromJson if jvm is not None else None
+    reader = reduce(getattr, _READER.split("."), jvm) if jvm is not None else None
     if not isinstance(reader, JavaClass):  # py4j names a missing class a package
         raise TidemarkError(
             f"{_READER} is not on the Spark classpath: run `make install` (it builds .jars/spark)"

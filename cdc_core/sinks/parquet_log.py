@@ -25,9 +25,11 @@ after `GRACE_SECONDS`, when no reader that listed them can still be reading them
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -51,6 +53,8 @@ FILE_NAME = re.compile(r"(\d{20})-(\d{20})\.([0-9a-f]{16})\.parquet")
 COMPACT_FILES = 16
 COMPACTED_BYTES = 64 * 1024 * 1024
 GRACE_SECONDS = 3600.0
+# How much nicer than the streamer the landing thread runs (`_yield_cpu`).
+LANDING_NICE = 10
 HEADERS = pa.map_(pa.string(), pa.binary())
 _JSON_COLUMNS = pa.schema(
     [
@@ -146,7 +150,7 @@ class ParquetEventLog:
         self._runs: dict[str, list[_Run]] = {}
         # The files at each topic's end that compaction may still take, with their sizes.
         self._tail: dict[str, list[tuple[Segment, int]]] = {}
-        self._landing = ThreadPoolExecutor(1, thread_name_prefix="parquet-log")
+        self._landing = ThreadPoolExecutor(1, thread_name_prefix="parquet-log", initializer=_yield_cpu)
         topics = [p.name for p in self.root.iterdir() if p.is_dir() and is_topic(p.name)]
         self._cuts = CutTracker(self.root, {t: self.end_offset(t) for t in topics})
 
@@ -267,7 +271,7 @@ class ParquetEventLog:
             try:
                 parsed = pa_json.read_json(
                     pa.BufferReader(b"\n".join(run.lines)),
-                    read_options=pa_json.ReadOptions(use_threads=True, block_size=block),
+                    read_options=pa_json.ReadOptions(use_threads=False, block_size=block),
                     parse_options=pa_json.ParseOptions(
                         explicit_schema=run.kind.parse, unexpected_field_behavior="error"
                     ),
@@ -313,7 +317,7 @@ class ParquetEventLog:
         with open(temporary, "wb") as f:
             writer = None
             for segment, _ in run:  # one file in memory at a time
-                table = pq.read_table(segment.path)
+                table = pq.read_table(segment.path, use_threads=False)
                 if writer is None:
                     writer = pq.ParquetWriter(
                         f, table.schema, compression="none", write_statistics=["offset"]
@@ -339,6 +343,19 @@ class ParquetEventLog:
         finally:
             self._landing.shutdown()
             self._lock.release()
+
+
+def _yield_cpu() -> None:
+    """Run the landing thread at a lower priority (`LANDING_NICE` added to its nice value). When every CPU is busy,
+    reading the source, which bounds the stream, goes first: the landing catches up in
+    larger batches when the reader waits, and `send` waits for it once `QUEUED_RECORDS`
+    are queued. With a CPU to spare it changes nothing. Arrow runs the landing's work on
+    this thread (no `use_threads`), so all of it runs at this priority."""
+    thread = threading.get_native_id()
+    with contextlib.suppress(OSError):  # a platform that refuses: the landing keeps the default
+        os.setpriority(
+            os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + LANDING_NICE)
+        )
 
 
 def _tier(size: int) -> int:

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -197,6 +198,28 @@ def test_small_flushes_are_compacted_and_read_once_in_order(tmp_path):
     assert len(list((tmp_path / "t").glob("*.parquet"))) == 1
     assert [r.offset for r in reader.read("t")] == list(range(10))
     assert ParquetEventLog(tmp_path).end_offset("t") == 10
+
+
+def test_the_landing_runs_nicer_than_the_streamer_that_hands_it_records(tmp_path, monkeypatch):
+    """Arrow's parse and the files' writing compete for the CPU with the source's reading,
+    which bounds the stream: on busy CPUs the reading goes first."""
+    priorities = []
+    write = ParquetEventLog._write
+
+    def watched(self, *args):
+        priorities.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return write(self, *args)
+
+    monkeypatch.setattr(ParquetEventLog, "_write", watched)
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    log = plog(tmp_path)
+    for n in range(2):
+        log.append([rec(n)])
+        log.flush()
+    log.close()
+    assert priorities == [min(19, mine + parquet_log.LANDING_NICE)] * 2
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == mine  # the caller's is untouched
+    assert [r.offset for r in LocalEventLogReader(tmp_path).read("t")] == [0, 1]
 
 
 def test_compaction_never_takes_small_files_from_both_sides_of_a_large_one(tmp_path, monkeypatch):

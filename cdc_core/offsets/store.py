@@ -132,16 +132,16 @@ class KafkaOffsetStore:
         latest: bytes | None = None
         found = False
         key = self.connector.encode()
+        deadline = time.monotonic() + self.timeout
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=self.timeout)
+            low, high = self._watermarks(consumer, deadline)
             if high <= low:
                 return None
             consumer.assign([TopicPartition(self.topic, 0, low)])
             position = low
-            deadline = time.monotonic() + self.timeout
             while position < high:
                 msg = consumer.poll(1.0)
-                if msg is None:
+                if msg is None or (msg.error() and _transient(msg.error()) and time.monotonic() < deadline):
                     if time.monotonic() > deadline:
                         raise OffsetStoreError(f"timed out reading offsets topic {self.topic}")
                     continue
@@ -155,6 +155,23 @@ class KafkaOffsetStore:
         if not found or latest is None:
             return None
         return _unwrap(latest, f"topic {self.topic}")
+
+    def _watermarks(self, consumer: Any, deadline: float) -> tuple[int, int]:
+        """The topic's first and next offsets. A topic just created (or whose broker just
+        changed) has no partition leader for a moment: that is waited out, not fatal."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        while True:
+            try:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, 0), timeout=max(1.0, deadline - time.monotonic())
+                )
+                return low, high
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not _transient(error) or time.monotonic() >= deadline:
+                    raise OffsetStoreError(f"cannot read offsets topic {self.topic}: {error.str()}") from None
+            time.sleep(0.2)
 
     def commit(self, offset: dict[str, Any]) -> None:
         errors: list[Any] = []
@@ -171,3 +188,17 @@ class KafkaOffsetStore:
 
     def close(self) -> None:
         self._producer.flush(5)
+
+
+def _transient(error: Any) -> bool:
+    """A Kafka error that goes away by itself: a partition without a leader yet, a topic
+    the broker does not know yet, a connection being made again."""
+    from confluent_kafka import KafkaError
+
+    return bool(error.retriable()) or error.code() in (
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+    )

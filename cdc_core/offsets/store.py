@@ -141,12 +141,13 @@ class KafkaOffsetStore:
             position = low
             while position < high:
                 msg = consumer.poll(1.0)
-                if msg is None or (msg.error() and _transient(msg.error()) and time.monotonic() < deadline):
-                    if time.monotonic() > deadline:
+                late = time.monotonic() > deadline
+                if msg is not None and msg.error() and (late or not _transient(msg.error())):
+                    raise OffsetStoreError(f"cannot read offsets topic {self.topic}: {msg.error()}")
+                if msg is None or msg.error():  # nothing yet, or an error that passes
+                    if late:
                         raise OffsetStoreError(f"timed out reading offsets topic {self.topic}")
                     continue
-                if msg.error():
-                    raise OffsetStoreError(f"cannot read offsets topic {self.topic}: {msg.error()}")
                 position = msg.offset() + 1
                 if msg.key() == key:
                     latest, found = msg.value(), True
@@ -163,10 +164,9 @@ class KafkaOffsetStore:
 
         while True:
             try:
-                low, high = consumer.get_watermark_offsets(
+                return consumer.get_watermark_offsets(
                     TopicPartition(self.topic, 0), timeout=max(1.0, deadline - time.monotonic())
                 )
-                return low, high
             except KafkaException as exc:
                 error = exc.args[0]
                 if not _transient(error) or time.monotonic() >= deadline:

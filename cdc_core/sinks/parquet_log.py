@@ -346,11 +346,9 @@ class ParquetEventLog:
 
 
 def _yield_cpu() -> None:
-    """Run the landing thread at a lower priority (`LANDING_NICE` added to its nice value). When every CPU is busy,
-    reading the source, which bounds the stream, goes first: the landing catches up in
-    larger batches when the reader waits, and `send` waits for it once `QUEUED_RECORDS`
-    are queued. With a CPU to spare it changes nothing. Arrow runs the landing's work on
-    this thread (no `use_threads`), so all of it runs at this priority."""
+    """On busy CPUs the source's reading, which bounds the stream, goes before the landing
+    (`LANDING_NICE` nicer), which catches up in larger batches when the reader waits; `send`
+    bounds the queue. Arrow works on this thread alone (no `use_threads`)."""
     thread = threading.get_native_id()
     with contextlib.suppress(OSError):  # a platform that refuses: the landing keeps the default
         os.setpriority(

@@ -137,7 +137,7 @@ def _parquet(
     spark: SparkSession, directory: Path, topic: str, done: int, typed: bool, end: int | None = None
 ) -> tuple[list[DataFrame], list[TypedPart]]:
     """`end`: the first offset not read (None: read to the end)."""
-    from cdc_core.sinks import parquet_log, parquet_log_reader
+    from cdc_core.sinks import parquet_kinds, parquet_log_reader
 
     by_digest: dict[str, list[Path]] = {}
     for segment in _segments_after(directory, done):
@@ -150,7 +150,7 @@ def _parquet(
         if end is not None:
             files = files.where(F.col("offset") < F.lit(end))
         part = None
-        if meta["tidemark.kind"] == parquet_log.TYPED:
+        if meta["tidemark.kind"] == parquet_kinds.TYPED:
             part = TypedPart(
                 topic,
                 files,

@@ -274,7 +274,8 @@ COMMON_PROPERTIES: list[Property] = [
         default="parquet",
         choices=("parquet", "json"),
         description="The embedded event log's files: `parquet` (typed columns that the Delta merge reads "
-        "without parsing JSON) or `json` (JSON lines). A log written in one format is read in both.",
+        "without parsing JSON) or `json` (JSON lines). A log written in one format is read in both; a "
+        "JSON-lines log continues in Parquet, not back.",
     ),
     Property(
         "sink.local.linger.ms",

@@ -277,8 +277,10 @@ class Streamer:
 
     def _finish(self) -> bool:
         """Wait for acknowledgements of everything sent, then commit."""
-        delivered = self.sink.flush(timeout=30)
-        self._commit()
+        try:
+            delivered = self.sink.flush(timeout=30)
+        finally:
+            self._commit()  # what was acknowledged before a flush that fails is kept
         if not delivered:
             log.error(
                 "%d record(s) were not acknowledged before shutdown; they will be sent again on restart",

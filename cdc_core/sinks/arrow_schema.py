@@ -44,7 +44,7 @@ def arrow_type(schema: dict[str, Any], row: bool = False) -> pa.DataType:
     if row:
         raise Untyped(f"row column {schema.get('field')!r} of type {kind}")
     if kind == "struct":
-        return pa.struct(
+        return _struct(
             [
                 pa.field(
                     part["field"],
@@ -64,4 +64,10 @@ def row_type(schema: dict[str, Any]) -> pa.DataType:
     """A row (an envelope's before/after, or a record key): a struct of row columns."""
     if schema.get("type") != "struct":
         return arrow_type(schema, row=True)
-    return pa.struct([pa.field(part["field"], arrow_type(part, row=True)) for part in schema["fields"]])
+    return _struct([pa.field(part["field"], arrow_type(part, row=True)) for part in schema["fields"]])
+
+
+def _struct(fields: list[pa.Field]) -> pa.DataType:
+    if not fields:  # Parquet has no struct without fields (a row whose columns are all excluded)
+        raise Untyped("a struct without fields")
+    return pa.struct(fields)

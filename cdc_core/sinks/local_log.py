@@ -148,6 +148,13 @@ class LocalEventLog:
         self.segment_bytes = segment_bytes
         self.fsync = fsync
         self._lock = WriterLock(self.root)
+        parquet = next((t for t in self.topics() if any((self.root / t).glob("*.parquet"))), None)
+        if parquet is not None:  # its offsets run on in Parquet files this writer does not count
+            self._lock.release()
+            raise LocalLogError(
+                f"the event log {self.root} continues in Parquet (topic {parquet}): it cannot go back "
+                "to JSON lines; set sink.local.format: parquet (both formats stay readable)"
+            )
         self._writers: dict[str, _TopicWriter] = {}
         self._dirty: set[str] = set()
         # Every topic's end as found (a torn last line not counted, as reopening cuts it

@@ -63,7 +63,7 @@ class LocalLogSink:
         self._unacked.extend(entry for _, entry in records)
         if self._parquet is not None and len(self._unacked) >= QUEUED_RECORDS and self._landing:
             # The landing thread is behind: wait for it rather than queue without bound.
-            self._landing[0][0].result()
+            self._wait_first()
             self.poll()
 
     def poll(self) -> None:
@@ -85,18 +85,27 @@ class LocalLogSink:
                 self._unacked = []
             deadline = None if timeout is None else time.monotonic() + timeout
             while self._landing:
-                future = self._landing[0][0]
-                try:
-                    future.result(None if deadline is None else max(0.0, deadline - time.monotonic()))
-                except TimeoutError:
+                if not self._wait_first(None if deadline is None else max(0.0, deadline - time.monotonic())):
                     return False
-                self._acknowledge_landed()
             return True
         if self._unacked:
             self.log.flush()
             pending, self._unacked = self._unacked, []
             for entry in pending:
                 self._on_ack(entry)
+        return True
+
+    def _wait_first(self, timeout: float | None = None) -> bool:
+        """Wait for the oldest landing, then acknowledge what has landed; False on timeout.
+        A failed landing is raised once: closing after it does not raise it again."""
+        try:
+            self._landing[0][0].result(timeout)
+        except TimeoutError:
+            return False
+        except BaseException:
+            self._landing.popleft()
+            raise
+        self._acknowledge_landed()
         return True
 
     def _acknowledge_landed(self) -> None:

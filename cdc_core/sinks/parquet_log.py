@@ -26,7 +26,6 @@ after `GRACE_SECONDS`, when no reader that listed them can still be reading them
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import threading
@@ -36,19 +35,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from cdc_core.durable import fsync_dir
 from cdc_core.events.envelope import Record, with_schema
-from cdc_core.sinks.arrow_schema import Untyped, arrow_type, row_type
 from cdc_core.sinks.local_log import LocalLogError, WriterLock, check_topic, is_topic, json_end_offset
 from cdc_core.sinks.log_cuts import Cut, CutTracker
+from cdc_core.sinks.parquet_kinds import FileKind, file_kind
 
-VERSION = "1"
-TYPED, JSON = "typed", "json"
 FILE_NAME = re.compile(r"(\d{20})-(\d{20})\.([0-9a-f]{16})\.parquet")
 COMPACT_FILES = 16
 COMPACTED_BYTES = 64 * 1024 * 1024
@@ -102,20 +98,10 @@ def wrap(schema: bytes | None, body: bytes | None) -> bytes | None:
 
 
 @dataclass
-class _Kind:
-    """How the records of one (topic, key schema, value schema) are stored."""
-
-    typed: bool
-    digest: str
-    metadata: dict[bytes, bytes]
-    parse: pa.Schema | None = None  # the typed lines' schema for Arrow's JSON reader
-
-
-@dataclass
 class _Run:
     """Consecutive records of a topic with one kind, waiting for `flush`."""
 
-    kind: _Kind
+    kind: FileKind
     first: int
     key_schema: bytes | None
     value_schema: bytes | None
@@ -146,10 +132,11 @@ class ParquetEventLog:
         self.compact_files = compact_files
         self._lock = WriterLock(self.root)
         self._next: dict[str, int] = {}
-        self._kinds: dict[tuple[str, bytes | None, bytes | None], _Kind] = {}
+        self._kinds: dict[tuple[str, bytes | None, bytes | None], FileKind] = {}
         self._runs: dict[str, list[_Run]] = {}
         # The files at each topic's end that compaction may still take, with their sizes.
         self._tail: dict[str, list[tuple[Segment, int]]] = {}
+        self._failed: BaseException | None = None  # a landing that failed: nothing lands after it
         self._landing = ThreadPoolExecutor(1, thread_name_prefix="parquet-log", initializer=_yield_cpu)
         topics = [p.name for p in self.root.iterdir() if p.is_dir() and is_topic(p.name)]
         self._cuts = CutTracker(self.root, {t: self.end_offset(t) for t in topics})
@@ -205,11 +192,11 @@ class ParquetEventLog:
         runs.append(run)
         return run
 
-    def _kind(self, topic: str, key_schema: bytes | None, value_schema: bytes | None) -> _Kind:
+    def _kind(self, topic: str, key_schema: bytes | None, value_schema: bytes | None) -> FileKind:
         cache = (topic, key_schema, value_schema)
         kind = self._kinds.get(cache)
         if kind is None:
-            kind = self._kinds[cache] = _kind_of(
+            kind = self._kinds[cache] = file_kind(
                 topic, key_schema, value_schema, self.key_schemas, self.value_schemas
             )
         return kind
@@ -243,11 +230,26 @@ class ParquetEventLog:
         self.submit().result()
 
     def _land(self, runs: dict[str, list[_Run]], cut: Cut | None = None) -> None:
-        """`cut`: recorded once the records are durable (`cdc_core.sinks.log_cuts`)."""
-        for topic, topic_runs in runs.items():
+        """`cut`: recorded once the records are durable (`cdc_core.sinks.log_cuts`). A landing
+        that fails lands nothing, and none lands after it: later offsets and cuts would
+        leave a hole before them that no writer fills."""
+        if self._failed is not None:
+            if runs:
+                raise LocalLogError(f"the event log stopped at a failed landing: {self._failed}")
+            return
+        try:
+            tables = {
+                topic: [(run, self._table(run)) for run in topic_runs] for topic, topic_runs in runs.items()
+            }
+            self._write_landing(tables, cut)
+        except BaseException as error:
+            self._failed = error
+            raise
+
+    def _write_landing(self, tables: dict[str, list[tuple[_Run, pa.Table]]], cut: Cut | None) -> None:
+        for topic, topic_tables in tables.items():
             directory = self.root / topic
-            for run in topic_runs:
-                table = self._table(run)
+            for run, table in topic_tables:
                 last = run.first + table.num_rows - 1
                 name = f"{run.first:020d}-{last:020d}.{run.kind.digest}.parquet"
                 self._write(directory, name, table)
@@ -259,7 +261,7 @@ class ParquetEventLog:
                 fsync_dir(directory)
             while self._compact(topic):
                 pass
-        if runs and self.fsync:
+        if tables and self.fsync:
             fsync_dir(self.root)
         if cut is not None:
             self._cuts.record(cut)
@@ -370,30 +372,3 @@ def _delete_covered(directory: Path, before: float) -> None:
         cover = next((w for w in wide if w.first <= s.first and s.last <= w.last), None)
         if cover is not None and cover.path.stat().st_mtime < before:
             s.path.unlink(missing_ok=True)
-
-
-def _kind_of(
-    topic: str, key_schema: bytes | None, value_schema: bytes | None, key_schemas: bool, value_schemas: bool
-) -> _Kind:
-    metadata = {
-        b"tidemark.log.version": VERSION.encode(),
-        b"tidemark.topic": topic.encode(),
-        b"tidemark.key.schema": key_schema or b"",
-        b"tidemark.value.schema": value_schema or b"",
-        b"tidemark.key.schemas.enable": b"true" if key_schemas else b"false",
-        b"tidemark.value.schemas.enable": b"true" if value_schemas else b"false",
-    }
-    parse = None
-    if value_schema is not None:
-        try:
-            value = arrow_type(orjson.loads(value_schema))
-            key = row_type(orjson.loads(key_schema)) if key_schema is not None else pa.string()
-            parse = pa.schema([("o", pa.int64()), ("t", pa.int64()), ("k", key), ("v", value)])
-        except Untyped:
-            parse = None
-    kind = TYPED if parse is not None else JSON
-    metadata[b"tidemark.kind"] = kind.encode()
-    digest = hashlib.sha256(b"\0".join([kind.encode(), key_schema or b"", value_schema or b""])).hexdigest()[
-        :16
-    ]
-    return _Kind(parse is not None, digest, metadata, parse)

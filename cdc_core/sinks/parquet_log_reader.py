@@ -13,7 +13,8 @@ import orjson
 import pyarrow.parquet as pq
 
 from cdc_core.sinks.local_log import LocalLogError, LogRecord
-from cdc_core.sinks.parquet_log import TYPED, VERSION, covering, parquet_segments, wrap
+from cdc_core.sinks.parquet_kinds import TYPED, VERSION
+from cdc_core.sinks.parquet_log import covering, parquet_segments, wrap
 
 # Rendered files, newest use last. A log file never changes once it has its name, so
 # readers that poll a log (the CLI's tail, status figures, tests waiting for an event)

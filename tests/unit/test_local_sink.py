@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
+from cdc_core.events.envelope import Record
 from cdc_core.sinks import local_sink
-from cdc_core.sinks.local_log import LocalEventLogReader
+from cdc_core.sinks.local_log import LocalEventLogReader, LocalLogError
 from cdc_core.sinks.local_sink import LocalLogSink
 from tests.unit.test_parquet_log import rec
 
@@ -65,3 +68,42 @@ def test_json_lines_are_acknowledged_at_the_poll_after_their_fsync(tmp_path):
     sink.poll()
     assert acked == [7]
     sink.close()
+
+
+def test_a_failed_landing_lands_nothing_and_nothing_lands_after_it(tmp_path):
+    """Later records landing past it would leave offsets that are never written and a cut
+    spanning a transaction whose row is missing: the stream stops, its position kept, and
+    what was not acknowledged is read again from the source."""
+
+    def boundary(n: int, status: str) -> Record:
+        return Record("tx", b'{"id":"%d"}' % n, b'{"status":"%s"}' % status.encode(), boundary=status)
+
+    good_elsewhere = rec(0)
+    good_elsewhere.topic = "b"
+    bad = rec(2)
+    bad.value = b'{"after":{"id":"two"},"op":"c"}'
+    acked: list[int] = []
+    sink = LocalLogSink(tmp_path, acked.append, parquet=True, linger=0)
+    sink.send(
+        [(boundary(1, "BEGIN"), 0), (good_elsewhere, 1), (rec(1), 2), (bad, 3), (boundary(1, "END"), 4)]
+    )
+    with pytest.raises(LocalLogError, match="do not match their Connect schema"):
+        sink.flush()
+    sink.send([(boundary(2, "BEGIN"), 5), (rec(3), 6), (boundary(2, "END"), 7)])
+    with pytest.raises(LocalLogError, match="stopped at a failed landing: records of t do not match"):
+        sink.flush()
+    sink.close()  # the failure was raised: closing does not raise it again
+
+    assert acked == []
+    assert not list(tmp_path.rglob("*.parquet"))  # not the valid topics of the landing either
+    assert not (tmp_path / "_cut.json").exists()
+    restarted = LocalLogSink(tmp_path, acked.append, parquet=True, linger=0)
+    restarted.send([(boundary(1, "BEGIN"), 0), (rec(1), 1), (boundary(1, "END"), 2)])
+    assert restarted.flush() and acked == [0, 1, 2]
+    restarted.close()
+    reader = LocalEventLogReader(tmp_path)
+    assert {t: [r.offset for r in reader.read(t)] for t in reader.topics()} == {
+        "b": [],
+        "t": [0],
+        "tx": [0, 1],
+    }

@@ -272,6 +272,39 @@ def test_a_json_lines_log_continues_in_parquet_with_its_offsets(tmp_path):
     assert [r.offset for r in reader.read("t")] == [0, 1, 2, 3, 4]
     assert [r.value for r in reader.read("t", 2)][:2] == [b'{"old":2}', b'{"after":{"id":3},"op":"c"}']
     assert reader.end_offset("t") == 5
+    with pytest.raises(LocalLogError, match=r"continues in Parquet \(topic t\).*sink.local.format: parquet"):
+        LocalEventLog(tmp_path)  # its own count would start at 3 and number records again
+    assert plog(tmp_path).append([rec(5)]) == [("t", 5)]  # the refusal let go of the lock
+
+
+def test_compaction_keeps_files_written_with_and_without_schemas_apart(tmp_path):
+    """A typed file's footer says whether its records read back with their schemas: files
+    of one Connect schema written before and after the converters' setting changed are
+    never compacted into one, which would give the later records the earlier footer."""
+    log = ParquetEventLog(tmp_path, key_schemas=False, value_schemas=True, compact_files=2)
+    log.append([rec(0)])
+    log.close()
+    log = plog(tmp_path, compact_files=2)
+    log.append([rec(1)])
+    log.flush()
+    log.append([rec(2)])
+    log.close()
+    segments = parquet_log.covering(parquet_log.parquet_segments(tmp_path / "t"))
+    assert [(s.first, s.last) for s in segments] == [(0, 0), (1, 2)]  # the two schemaless ones compacted
+    values = [r.value for r in LocalEventLogReader(tmp_path).read("t")]
+    assert orjson.loads(values[0])["payload"] == {"after": {"id": 0}, "op": "c"}
+    assert values[1:] == [b'{"after":{"id":1},"op":"c"}', b'{"after":{"id":2},"op":"c"}']
+
+
+def test_a_row_without_columns_lands_as_json_text(tmp_path):
+    """Parquet has no struct without fields (a table whose columns are all excluded)."""
+    schema = b'{"type":"struct","fields":[{"type":"struct","fields":[],"optional":true,"field":"after"}]}'
+    log = plog(tmp_path)
+    log.append([Record("t", b'{"id":1}', b'{"after":{}}', (), rec(1).key_schema, schema)])
+    log.close()
+    (file,) = (tmp_path / "t").glob("*.parquet")
+    assert pq.read_metadata(file).metadata[b"tidemark.kind"] == b"json"
+    assert [r.value for r in LocalEventLogReader(tmp_path).read("t")] == [b'{"after":{}}']
 
 
 def test_a_payload_that_does_not_match_its_schema_is_refused_and_nothing_lands(tmp_path):

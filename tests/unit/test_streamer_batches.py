@@ -1,13 +1,17 @@
 """The streamer's memory bound holds for a source that hands on a large transaction at
 once (Vitess gives a transaction's position only at its end): what reaches the pipeline
-comes in batches of at most `max.batch.size`, in order, nothing lost or repeated."""
+comes in batches of at most `max.batch.size`, in order, nothing lost or repeated; and what
+the sink acknowledged is committed even when its last flush fails."""
 
 from __future__ import annotations
 
 import queue
 
+import pytest
+
 from cdc_core.config.connector_config import load_config
 from cdc_core.pipeline.streamer import Streamer
+from cdc_core.sinks.local_log import LocalLogError
 
 CONFIG = """
 name: shop
@@ -46,3 +50,30 @@ def test_a_transaction_handed_on_whole_reaches_the_pipeline_in_bounded_batches(t
     assert max(len(p) for p in parts) == 100
     assert [i for p in parts for i in p] == list(range(2_680))
     assert [len(p) for p in parts][:2] == [0, 30]  # smaller ones pass as they are
+
+
+class FailingSink:
+    def flush(self, timeout=None):
+        raise LocalLogError("records of t do not match their Connect schema")
+
+
+class Offsets:
+    def __init__(self) -> None:
+        self.commits: list = []
+
+    def commit(self, offset) -> None:
+        self.commits.append(offset)
+
+
+def test_a_sink_failing_at_shutdown_still_commits_what_was_acknowledged_before(tmp_path):
+    """Otherwise a restart reads again every change since the last periodic commit."""
+    path = tmp_path / "c.yaml"
+    path.write_text(CONFIG)
+    streamer = Streamer(load_config(path, environ={"TIDEMARK_DB_PASSWORD": "x"}))
+    streamer.sink, streamer.offsets = FailingSink(), Offsets()
+    streamer.tracker.ack(streamer.tracker.add({"pos": 1}, 1))
+    streamer.tracker.add({"pos": 2}, 1)  # never acknowledged
+    with pytest.raises(LocalLogError, match="do not match"):
+        streamer._finish()
+    assert streamer.offsets.commits == [{"pos": 1}]
+    assert streamer.committed == {"pos": 1}

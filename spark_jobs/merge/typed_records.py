@@ -107,7 +107,8 @@ def _parsed(part: TypedPart, shape: Shape) -> DataFrame:
         F.lit(part.topic).alias("topic"),
         key.alias("key"),
         "offset",
-        F.lit(shape.schema_id).alias("schema_id"),
+        # A tombstone is in its delete's file but has no schema, as on the JSON path.
+        F.when(value.isNotNull(), F.lit(shape.schema_id)).alias("schema_id"),
         connect_json(value, "", False).alias("payload"),
         value.isNotNull().alias("present"),
         *fields,

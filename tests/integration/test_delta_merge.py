@@ -182,7 +182,12 @@ def test_a_column_added_with_a_default_gives_it_to_the_rows_from_before_it(spark
          event("c", (0, 3, 1), after=row(4, "r4", extra={"tier": 9, "plan": "pro", "since": 123, **added}),
                fields=wider),
          event("u", (0, 3, 2), before=row(3, "r3", extra={"tier": 5, "plan": "basic", "since": None, **added}),
-               after=row(3, "r3", extra={"tier": None, "plan": "gold", "since": None, **added}), fields=wider)],
+               after=row(3, "r3", extra={"tier": None, "plan": "gold", "since": None, **added}), fields=wider),
+         event("c", (0, 3, 3), after=row(5, "r5", extra={"tier": 1, "plan": "pro", "since": 1, **added}),
+               fields=wider),
+         event("d", (0, 3, 4), before=row(5, "r5", extra={"tier": 1, "plan": "pro", "since": 1, **added}),
+               fields=wider),
+         tombstone(5)],  # in the delete's file of the Parquet log, as the streamer writes it
     )  # fmt: skip
     table = spark.read.format("delta").load(f"{tmp_path}/shop.accounts")
     rows = sorted(

@@ -48,11 +48,18 @@ def _apart(text: str | None) -> tuple[bytes | None, bytes | None]:
 
 def parquet_log(records: list[dict], folder: Path) -> list[str]:
     """`records` landed in a Parquet event log under `folder` as the streamer lands them
-    (payloads apart from their schemas); returns its topics."""
+    (payloads apart from their schemas, a tombstone with its delete's); returns its topics."""
     from cdc_core.sinks.parquet_log import ParquetEventLog
 
     log = ParquetEventLog(folder, key_schemas=True, value_schemas=True)
-    log.append(log_record(r) for r in records)
+    last: dict[str, Any] = {}
+    for r in records:
+        record = log_record(r)
+        previous = last.get(r["topic"])
+        if record.value is None and previous is not None:  # a tombstone: in its delete's file
+            record.key_schema, record.value_schema = previous.key_schema, previous.value_schema
+        last[r["topic"]] = record
+        log.append([record])
     log.close()
     return sorted({r["topic"] for r in records})
 

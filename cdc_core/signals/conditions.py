@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc_core.errors import TidemarkError
@@ -33,6 +33,10 @@ from cdc_core.errors import TidemarkError
 MAX_LENGTH = 4096
 MAX_DEPTH = 32
 MAX_IN_LIST = 1000
+# A number literal's bounds: MySQL's DECIMAL digits and a double's exponent. Beyond them no
+# source compares exactly, and `1e999999999` written out for a server is a gigabyte of text.
+MAX_DIGITS = 65
+MAX_EXPONENT = 308
 
 
 class ConditionError(TidemarkError):
@@ -206,7 +210,9 @@ class _Parser:
             name = token.text[1:-1].replace('""', '"')
         else:
             raise self.error(f"expected a column name, found {token.text!r}")
-        known = name if self.any_field and name and not name.startswith("$") and "\0" not in name else None
+        # A document path: no part empty or an operator's (`a.$gt`), no NUL.
+        path = self.any_field and "\0" not in name and all(p and p[0] != "$" for p in name.split("."))
+        known = name if path else None
         known = known or self.columns.get(name.lower())
         if known is None:
             hint = " (string literals need single quotes)" if token.kind == "word" else ""
@@ -214,14 +220,25 @@ class _Parser:
         self.i += 1
         return known
 
+    def number(self, text: str) -> int | Decimal:
+        try:
+            value = Decimal(text)  # the token is a number's syntax: this fails on its size alone
+        except InvalidOperation:
+            value = None
+        if value is None or len(value.as_tuple().digits) > MAX_DIGITS or abs(value.adjusted()) > MAX_EXPONENT:
+            raise self.error(
+                f"the number {text[:40]!r} is out of range: at most {MAX_DIGITS} digits, exponents "
+                f"within ±{MAX_EXPONENT}"
+            )
+        return int(value) if re.fullmatch(r"[-+]?\d+", text) else value
+
     def literal(self) -> Any:
         token = self.peek()
         if token is None:
             raise self.error("expected a value")
         self.i += 1
         if token.kind == "number":
-            text = token.text
-            return int(text) if re.fullmatch(r"[-+]?\d+", text) else Decimal(text)
+            return self.number(token.text)
         if token.kind == "string":
             return token.text[1:-1].replace("''", "'")
         if token.kind == "word" and token.text.upper() in ("TRUE", "FALSE"):

@@ -65,11 +65,21 @@ def test_the_grammar_renders_quoted_identifiers_and_bound_literals(text, expecte
         ("color = 'unterminated", "unexpected character"),
         ("id = 1 id = 2", "unexpected 'id'"),
         ("id ^ 2", "unexpected character '^'"),
+        # written out for a server, 1e999999999 is a gigabyte of digits
+        ("id > 1e999999999", "out of range: at most 65 digits, exponents within ±308"),
+        ("id > 1e-309", "out of range"),
+        ("quantity = " + "9" * 66, "out of range"),
+        ("id > 1e99999999999999999999", "out of range"),
     ],
 )
 def test_anything_else_is_refused_with_a_reason(text, reason):
     with pytest.raises(ConditionError, match=re.escape(reason)):
         parse_condition(text, COLUMNS)
+
+
+def test_numbers_within_the_bounds_keep_every_digit():
+    assert sql("id > 1e308 AND quantity = " + "9" * 65)[1] == [Decimal("1e308"), int("9" * 65)]
+    assert sql("id > -1.5E-308")[1] == [Decimal("-1.5E-308")]
 
 
 def test_columns_are_matched_case_insensitively_and_reported():
@@ -90,6 +100,12 @@ def test_a_document_collections_filter_may_name_any_field_but_no_operator():
 
     condition = parse_condition("status = 'paid' AND `address.city` IN ('Oslo', 'Bergen')", ANY_FIELD)
     assert columns_of(condition) == {"status", "address.city"}
-    for hostile in ("`$where` = 'sleep(1000)'", "`$expr` > 0", "status = 1; db.dropDatabase()"):
+    for hostile in (
+        "`$where` = 'sleep(1000)'",
+        "`$expr` > 0",
+        "status = 1; db.dropDatabase()",
+        "`a.$gt` = 1",
+        "`a..b` = 1",
+    ):
         with pytest.raises(ConditionError):
             parse_condition(hostile, ANY_FIELD)

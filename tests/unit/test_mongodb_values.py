@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
+import bson
 import pytest
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
@@ -221,3 +222,19 @@ def test_a_key_a_release_leaves_out_is_named_as_its_events_and_staged_rows_name_
     canonical = mapper.key_value(column)(raw)
     event_value = mapper.key_event_value(column)(canonical)
     assert event_value == mapper.map_column(column, optional=False).convert(raw) == relaxed(raw)
+
+
+def test_condition_numbers_are_values_bson_holds():
+    """A decimal is a double as in a JSON filter, unless a double cannot hold its digits;
+    integers beyond 64 bits are Decimal128: every filter the grammar accepts encodes."""
+    condition = parse_condition(
+        "price > 9.99 AND qty IN (1, 9223372036854775808) AND total BETWEEN 0.5 AND "
+        "1.2345678901234567 AND big < " + "9" * 40,
+        ["price", "qty", "total", "big"],
+    )
+    rendered = render(condition)
+    assert rendered["$and"][0] == {"price": {"$gt": 9.99}}
+    assert rendered["$and"][1] == {"qty": {"$in": [1, Decimal128("9223372036854775808")]}}
+    assert rendered["$and"][2] == {"total": {"$gte": 0.5, "$lte": Decimal128("1.2345678901234567")}}
+    assert rendered["$and"][3] == {"big": {"$lt": 1e40}}
+    bson.encode(rendered)

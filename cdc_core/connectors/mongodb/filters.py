@@ -28,7 +28,9 @@ value (mongo-java-server is one), and naming it there would fail every chunk que
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import re
+from decimal import Decimal
 from typing import Any
 
 from cdc_core.signals.conditions import Between, Compare, Condition, InList, IsNull, Junction, Like, Not
@@ -146,7 +148,28 @@ def _to_ms(moment: dt.datetime, up: bool) -> dt.datetime:
     return floor + _MS if up and floor != moment else floor
 
 
+def bson_number(value: Any) -> Any:
+    """A condition's number as BSON can hold it. A decimal is a double, as in a JSON filter
+    (Debezium's form, and the type a `9.99` is stored as), unless a double cannot hold
+    its digits: then a Decimal128, exact to 34 digits. An integer beyond 64 bits is a
+    Decimal128 too; past 34 digits a double, which still orders it against every int64."""
+    from bson import Decimal128
+
+    if isinstance(value, bool) or not isinstance(value, int | Decimal):
+        return value
+    if isinstance(value, int) and -(1 << 63) <= value < 1 << 63:
+        return value
+    exact = Decimal(value)
+    if isinstance(value, Decimal) and len(exact.as_tuple().digits) <= 15:
+        return float(exact)
+    try:
+        return Decimal128(exact)
+    except decimal.Inexact:
+        return float(exact)
+
+
 def _compare(column: str, op: str, value: Any) -> dict[str, Any]:
+    value = bson_number(value)
     moment = as_date(value)
     if moment is None:
         return {column: {_OPS[op]: value}}
@@ -159,6 +182,7 @@ def _compare(column: str, op: str, value: Any) -> dict[str, Any]:
 
 
 def _in_list(column: str, values: tuple[Any, ...], negated: bool) -> dict[str, Any]:
+    values = tuple(map(bson_number, values))
     dates = [m for m in map(as_date, values) if m is not None and m.microsecond % 1000 == 0]
     return {column: {"$nin" if negated else "$in": [*values, *dates]}}
 
@@ -174,7 +198,7 @@ def render(condition: Condition) -> dict[str, Any]:
         if condition.negated:
             return {"$or": [_compare(column, "<", low), _compare(column, ">", high)]}
         if as_date(low) is None and as_date(high) is None:
-            return {column: {"$gte": low, "$lte": high}}
+            return {column: {"$gte": bson_number(low), "$lte": bson_number(high)}}
         return {"$and": [_compare(column, ">=", low), _compare(column, "<=", high)]}
     if isinstance(condition, IsNull):
         return {condition.column: {"$ne": None}} if condition.negated else {condition.column: None}

@@ -74,14 +74,16 @@ def table_patterns(values: Any, name: str) -> tuple[re.Pattern[str], ...]:
         values = [v.strip() for v in values.split(",") if v.strip()]
     if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
         raise SignalError(f"{name} must be an array of table-name regexes")
+    if not values:  # "", ",", []: a malformed field; stop-snapshot stops everything only without one
+        raise SignalError(f"{name} names no table")
     if len(values) > MAX_COLLECTIONS:
         raise SignalError(f"{name} lists more than {MAX_COLLECTIONS} entries")
     patterns = []
     for value in values:
         try:
             patterns.append(re.compile(unquote_table(value), re.IGNORECASE))
-        except re.error as exc:
-            raise SignalError(f"{name}: {value!r} is not a valid regex: {exc}") from None
+        except (re.error, OverflowError, RecursionError) as exc:  # `a{99999999999}`, `((((...`
+            raise SignalError(f"{name}: {value[:200]!r} is not a valid regex: {exc}") from None
     return tuple(patterns)
 
 

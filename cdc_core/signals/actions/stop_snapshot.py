@@ -26,7 +26,9 @@ class _Stop:
                 f"stop-snapshot needs data.type 'incremental' (got {data.get('type')!r}); only incremental "
                 "snapshots can be stopped"
             )
-        collections = data.get("data-collections") or []
+        collections = data.get("data-collections")
+        if collections is None:  # absent: the whole snapshot
+            return StopSnapshot(signal_id, ())
         return StopSnapshot(signal_id, table_patterns(collections, "data-collections"))
 
     def apply(self, action: StopSnapshot, target: SignalTarget, item: Any) -> None:

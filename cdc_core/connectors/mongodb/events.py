@@ -16,7 +16,9 @@ deployment), kept in the offsets. Positions are `{resume_token, sec, ord, epoch}
 
 from __future__ import annotations
 
+import base64
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from cdc_core.connectors.mongodb.ext_json import millis_of, relaxed, strict
@@ -70,6 +72,35 @@ def cluster_rank(sec: int, inc: int) -> int:
     return (sec << 32) | inc
 
 
+def stored_token(token: Mapping[str, Any]) -> dict[str, Any]:
+    """A resume token as the offsets keep it, in JSON. A server adds `_typeBits` (binary)
+    for an `_id` whose key form loses its type (a NumberLong, a double, a Decimal128)."""
+    return {
+        k: {"$binary": base64.b64encode(v).decode()} if isinstance(v, bytes) else v for k, v in token.items()
+    }
+
+
+def resume_token(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The token a change stream resumes from (`stored_token` reversed)."""
+    return {
+        k: base64.b64decode(v["$binary"]) if isinstance(v, dict) and set(v) == {"$binary"} else v
+        for k, v in stored.items()
+    }
+
+
+def token_time(token: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The cluster time a resume token stands at: its `_data` is a key string whose first
+    value is that timestamp (type byte 130, then seconds and increment, big-endian)."""
+    data = token.get("_data")
+    try:
+        raw = bytes.fromhex(data) if isinstance(data, str) else b""
+    except ValueError:
+        return None
+    if len(raw) < 9 or raw[0] != 130:
+        return None
+    return int.from_bytes(raw[1:5], "big"), int.from_bytes(raw[5:9], "big")
+
+
 class EventAssembler:
     """The stream's state (position, epoch, the open transaction); `feed` turns a change
     event document into items."""
@@ -112,6 +143,23 @@ class EventAssembler:
         self.position = position
         self._last_rank = cluster_rank(int(position["sec"]), int(position["ord"]))
 
+    def idle_at(self, token: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """The position of the token an idle stream moved to (its postBatchResumeToken),
+        when it is past the position and no transaction is open; else None. Committed, it
+        keeps a quiet collection's position within the oplog of a busy deployment."""
+        if token is None or self._txn is not None:
+            return None
+        stored = stored_token(token)
+        moment = token_time(stored)
+        if moment is None or stored == self.position.get("resume_token"):
+            return None
+        rank = cluster_rank(*moment)
+        if rank < self._last_rank:
+            return None
+        self.position = {"resume_token": stored, "sec": moment[0], "ord": moment[1], "epoch": self.epoch}
+        self._last_rank = rank
+        return dict(self.position)
+
     def schema(self, table: TableId) -> TableSchema:
         found = self._schemas.get(table)
         if found is None:
@@ -124,7 +172,11 @@ class EventAssembler:
         kind = event.get("operationType")
         cluster = event.get("clusterTime")
         sec, inc = (cluster.time, cluster.inc) if cluster is not None else (0, 0)
-        token = dict(event["_id"]) if isinstance(event.get("_id"), dict) else {"_data": str(event.get("_id"))}
+        token = (
+            stored_token(event["_id"])
+            if isinstance(event.get("_id"), Mapping)
+            else {"_data": str(event.get("_id"))}
+        )
         rank = cluster_rank(sec, inc)
         epoch = self.epoch + 1 if rank < self._last_rank else self.epoch
         self._last_rank = rank

@@ -51,6 +51,8 @@ def take_batch(stream: Any, limit: int) -> list[Any]:
     if rest:
         token = cursor._post_batch_resume_token if not buffered else None
         stream._resume_token = token if token is not None else rest[-1]["_id"]
+        if not cursor.alive:  # the server closed it after an invalidate: as `try_next` marks it
+            stream._closed = True
     return [first, *rest]
 
 
@@ -110,7 +112,7 @@ class MongoSource:
             self._tables[self.signal] = self.signal_schema
         position = dict(offset["source"]) if offset else None
         if position and position.get("resume_token"):
-            self._resume_after = position["resume_token"]
+            self._resume_after = events.resume_token(position["resume_token"])
         elif position and position.get("sec") is not None:
             # Started before and stopped before any event: from that start again, so
             # nothing written while it was down is skipped.
@@ -181,7 +183,14 @@ class MongoSource:
         watched = self._watched()
         try:
             if self._resume_after is not None:
-                stream = self._watch({"resume_after": self._resume_after})
+                try:
+                    stream = self._watch({"resume_after": self._resume_after})
+                except pymongo.errors.OperationFailure as exc:
+                    if exc.code != 260:
+                        raise
+                    # An invalidate's token (a restart inside the transaction after it)
+                    # resumes only with startAfter.
+                    stream = self._watch({"start_after": self._resume_after})
             else:
                 stream = self._watch({"start_at_operation_time": self._start_at})
                 # The start is committed before any event: a restart, however soon, goes
@@ -204,8 +213,12 @@ class MongoSource:
                         token = stream.resume_token
                         stream.close()
                         stream = self._watch({"start_after": token})
+                    else:
+                        moved = self.assembler.idle_at(stream.resume_token)
+                        if moved is not None:
+                            batch.append(PositionAdvance(moved, moved["sec"] * 1000))
                 yield batch
-                if not batch:
+                if all(isinstance(item, PositionAdvance) for item in batch):
                     self._stop.wait(self.poll)
         except pymongo.errors.OperationFailure as exc:
             if exc.code in HISTORY_LOST:

@@ -293,7 +293,22 @@ COMMON_PROPERTIES: list[Property] = [
         "sink.kafka.producer.*",
         "str",
         pattern=r"sink\.kafka\.producer\.(.+)",
-        description="Extra librdkafka producer settings (e.g. `sink.kafka.producer.compression.type`).",
+        description="Extra librdkafka producer settings (e.g. `sink.kafka.producer.compression.type`; "
+        "`security.protocol`, `sasl.*`, `ssl.*` reach the offset store and topic checks too). No password: "
+        "see `sink.kafka.sasl.password`.",
+    ),
+    Property(
+        "sink.kafka.sasl.password",
+        "str",
+        secret=True,
+        description="Never in the file: Kafka's SASL password comes from the environment variable named by "
+        "`sink.kafka.sasl.password.env`.",
+    ),
+    Property(
+        "sink.kafka.sasl.password.env",
+        "str",
+        default="TIDEMARK_KAFKA_SASL_PASSWORD",
+        description="Environment variable holding Kafka's SASL password.",
     ),
     Property(
         "key.converter.schemas.enable",

@@ -122,6 +122,13 @@ def validate(
     values: dict[str, Any] = {}
     for key, value in raw.items():
         prop = _find(properties, key)
+        if prop.pattern is not None and key.endswith(("password", "secret")):  # `sink.kafka.producer.*`
+            raise ConfigError(
+                key,
+                "secrets must not be written in the connector file; give a password through the environment "
+                "(for Kafka's SASL password: the variable named by sink.kafka.sasl.password.env, default "
+                "TIDEMARK_KAFKA_SASL_PASSWORD)",
+            )
         if prop.secret:
             raise ConfigError(
                 key,

@@ -7,6 +7,7 @@ import fcntl
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.errors import TidemarkError
@@ -57,13 +58,28 @@ class StateLayout:
         self.staging = self.root / "snapshot_staging"
 
 
+def kafka_settings(config: ConnectorConfig) -> dict[str, Any]:
+    """The librdkafka settings `sink.kafka.producer.*` gives, and the SASL password from
+    its secret (never in the file)."""
+    settings: dict[str, Any] = {groups[0]: value for groups, value in config.family("sink.kafka.producer.*")}
+    password = config.secret("sink.kafka.sasl.password")
+    if password is not None:
+        settings["sasl.password"] = password.reveal()
+    return settings
+
+
 def open_offset_store(config: ConnectorConfig, layout: StateLayout) -> OffsetStore:
     if config.get("offset.storage") == "kafka":
         topic = config.get("offset.storage.topic") or f"{config.topic_prefix}.offsets"
         servers = config.get("sink.kafka.bootstrap.servers")
         if not servers:
             raise TidemarkError("offset.storage=kafka needs sink.kafka.bootstrap.servers")
-        return KafkaOffsetStore(servers, topic, config.name)
+        from cdc_core.sinks.kafka_topics import connection_settings
+
+        # The same cluster as the sink's: its security settings (SASL, TLS) reach it too.
+        return KafkaOffsetStore(
+            servers, topic, config.name, extra=connection_settings(kafka_settings(config))
+        )
     return FileOffsetStore(layout.offsets, config.name)
 
 
@@ -74,7 +90,7 @@ def open_sink(config: ConnectorConfig, on_ack: Callable[[int], None]) -> Sink:
         servers = config.get("sink.kafka.bootstrap.servers")
         if not servers:
             raise TidemarkError("sink.type=kafka needs sink.kafka.bootstrap.servers")
-        extra = {groups[0]: value for groups, value in config.family("sink.kafka.producer.*")}
+        extra = kafka_settings(config)
         if references_enabled(config):
             from cdc_core.sinks.kafka_topics import connection_settings, ensure_compacted
 

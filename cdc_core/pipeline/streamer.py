@@ -118,6 +118,7 @@ class Streamer:
                 delay = min(delay * 2, max_delay)
                 continue
             self.source = source
+            session_start, events_before = time.monotonic(), self.events_total
             try:
                 outcome = self._stream(source, deadline, stop_when_idle)
             except TidemarkError as exc:  # a setting that only shows once the source is open
@@ -127,6 +128,9 @@ class Streamer:
             self._write_status("stopped")
             if isinstance(outcome, _Failure):
                 exc = outcome.error
+                if self.events_total > events_before or time.monotonic() - session_start >= max_delay:
+                    # The session streamed: `errors.max.retries` counts one outage, not a lifetime's.
+                    retries, delay = 0, self.config.get("errors.retry.delay.initial.ms") / 1000
                 if _retriable(exc) and not self._stop.is_set() and (max_retries < 0 or retries < max_retries):
                     retries += 1
                     log.warning("%s; reconnecting from the committed offset in %.1fs", exc, delay)

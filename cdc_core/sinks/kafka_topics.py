@@ -44,7 +44,10 @@ def ensure_compacted(
                 raise error(f"cannot create {what} topic {topic}: {exc}") from None
         return
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    config = admin.describe_configs([resource])[resource].result(timeout)
+    try:
+        config = admin.describe_configs([resource])[resource].result(timeout)
+    except Exception as exc:  # e.g. no DescribeConfigs permission on the topic
+        raise error(f"cannot read the configuration of {what} topic {topic}: {exc}") from None
     policy = config["cleanup.policy"].value
     if "compact" not in policy:
         raise error(

@@ -11,6 +11,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from cdc_core.offsets import store as store_module
 from cdc_core.offsets.store import KafkaOffsetStore, OffsetStoreError
+from tests.unit.test_streamer_batches import CONFIG
 
 
 class FakeConsumer:
@@ -62,3 +63,76 @@ def test_a_leader_that_never_comes_stops_the_start_after_the_timeout(offsets, mo
     with pytest.raises(OffsetStoreError, match="prefix.offsets.*[Nn]ot leader"):
         offsets.load()
     assert 1 < FakeConsumer.asked < 10
+
+
+KAFKA_CONNECTOR = (
+    CONFIG
+    + """sink.type: kafka
+sink.kafka.bootstrap.servers: b1:9093
+offset.storage: kafka
+sink.kafka.producer.security.protocol: SASL_SSL
+sink.kafka.producer.sasl.mechanism: PLAIN
+sink.kafka.producer.sasl.username: tidemark
+sink.kafka.producer.compression.type: zstd
+"""
+)
+
+
+def kafka_config(tmp_path, extra: str = "", environ: dict | None = None):
+    from cdc_core.config.connector_config import load_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text(KAFKA_CONNECTOR + extra)
+    return load_config(path, environ={"TIDEMARK_DB_PASSWORD": "x", **(environ or {})})
+
+
+def test_the_offset_store_reaches_a_secured_cluster_as_the_sink_does(tmp_path, monkeypatch):
+    """Without the sink's security settings it could not even read its topic there."""
+    from cdc_core.pipeline import state
+
+    opened = {}
+    monkeypatch.setattr(state, "KafkaOffsetStore", lambda *args, extra: opened.update(args=args, extra=extra))
+    config = kafka_config(tmp_path, environ={"TIDEMARK_KAFKA_SASL_PASSWORD": "s3cret"})
+    state.open_offset_store(config, state.StateLayout(config))
+    assert opened["args"] == ("b1:9093", "shop.offsets", "shop")
+    assert opened["extra"] == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "tidemark",
+        "sasl.password": "s3cret",  # from the environment, as the sink's producer gets it
+    }
+    assert "s3cret" not in repr(config)
+
+
+@pytest.mark.parametrize("key", ["sasl.password", "ssl.key.password", "sasl.oauthbearer.client.secret"])
+def test_a_password_written_in_the_connector_file_is_refused(tmp_path, key):
+    from cdc_core.config.connector_config import ConfigError
+
+    with pytest.raises(
+        ConfigError, match="secrets must not be written in the connector file.*TIDEMARK_KAFKA"
+    ):
+        kafka_config(tmp_path, f"sink.kafka.producer.{key}: hunter2\n")
+
+
+def test_a_topic_whose_configuration_cannot_be_read_stops_naming_it(monkeypatch):
+    from confluent_kafka import admin
+
+    from cdc_core.sinks.kafka_topics import ensure_compacted
+
+    class Refusing:
+        def __init__(self, config):
+            pass
+
+        def list_topics(self, timeout):
+            return type("Metadata", (), {"topics": {"shop.offsets": None}})()
+
+        def describe_configs(self, resources):
+            failed = confluent_kafka.KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+            return {
+                r: type("Future", (), {"result": lambda self, t: (_ for _ in ()).throw(failed)})()
+                for r in resources
+            }
+
+    monkeypatch.setattr(admin, "AdminClient", Refusing)
+    with pytest.raises(OffsetStoreError, match="cannot read the configuration of offsets topic shop.offsets"):
+        ensure_compacted("b1:9093", "shop.offsets", "offsets", OffsetStoreError)

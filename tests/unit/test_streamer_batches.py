@@ -77,3 +77,38 @@ def test_a_sink_failing_at_shutdown_still_commits_what_was_acknowledged_before(t
         streamer._finish()
     assert streamer.offsets.commits == [{"pos": 1}]
     assert streamer.committed == {"pos": 1}
+
+
+class Outages:
+    """A source whose sessions each stream, then lose the connection."""
+
+    def open(self, committed) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_errors_max_retries_counts_the_retries_of_one_outage_not_of_a_lifetime(tmp_path, monkeypatch):
+    from cdc_core.errors import SourceUnavailableError
+    from cdc_core.pipeline import streamer as streamer_module
+
+    path = tmp_path / "c.yaml"
+    path.write_text(CONFIG + "errors.max.retries: 1\n")
+    streamer = Streamer(load_config(path, environ={"TIDEMARK_DB_PASSWORD": "x"}))
+    streamer.offsets = type("Offsets", (), {"load": lambda self: None})()
+    sessions = []
+
+    def stream(source, deadline, idle):
+        sessions.append(1)
+        if len(sessions) == 4:
+            return True  # stopped cleanly after three outages, each after streaming
+        streamer.events_total += 10
+        return streamer_module._Failure(SourceUnavailableError(f"connection lost (outage {len(sessions)})"))
+
+    monkeypatch.setattr(streamer, "_new_source", Outages)
+    monkeypatch.setattr(streamer, "_stream", stream)
+    monkeypatch.setattr(streamer, "_write_status", lambda *args, **kwargs: None)
+    monkeypatch.setattr(streamer._stop, "wait", lambda seconds: False)
+    assert streamer._run(None, None) == 0
+    assert len(sessions) == 4

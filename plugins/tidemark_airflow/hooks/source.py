@@ -44,11 +44,12 @@ class TidemarkSourceHook(BaseHook):
                 self._config = connectors.load(self.connector, secrets, self._overrides)
             else:
                 self._config = plain
-            secret = self._config.secret("database.password")
-            if secret is not None:
-                # Masked wherever it came from (connection or environment), in this task's
-                # logs and in what its child processes print through it.
-                mask_secret(secret.reveal())
+            for name in ("database.password", "sink.kafka.sasl.password"):
+                secret = self._config.secret(name)
+                if secret is not None:
+                    # Masked wherever it came from (connection or environment), in this task's
+                    # logs and in what its child processes print through it.
+                    mask_secret(secret.reveal())
         return self._config
 
     def child_env(self) -> dict[str, str]:

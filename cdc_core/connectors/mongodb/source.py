@@ -99,6 +99,12 @@ class MongoSource:
     # ------------------------------------------------------------------ start
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
+        if self.signal is not None and not self._watches(self.signal):
+            raise TidemarkError(
+                f"signal.data.collection {self.signal} is outside capture.scope {self.scope} ({self.target}): "
+                "the change stream would never show its signals or a snapshot's watermarks; put it in the "
+                "watched database or widen capture.scope"
+            )
         where = hosts_of(self.config.get("mongodb.connection.string"))
         self.client = client_for(self.config)
         ping(self.client, where)
@@ -169,6 +175,11 @@ class MongoSource:
         if self.scope == "database":
             return client[self.target].watch(**options)
         return client.watch(**options)
+
+    def _watches(self, table: TableId) -> bool:
+        if self.scope == "database":
+            return table.database == self.target
+        return self.scope == "deployment" or table == self._watched()
 
     def _watched(self) -> TableId | None:
         if self.scope == "collection":

@@ -120,6 +120,11 @@ def build_request(config: Any, form: dict[str, Any]) -> dict[str, Any]:
         raise TidemarkError(
             f"connector {config.name} has no signal.data.collection: it cannot take snapshot signals"
         )
+    if "source" not in config.get("signal.enabled.channels"):
+        raise TidemarkError(
+            f"connector {config.name} does not read signals from its signal table (signal.enabled.channels: "
+            f"{', '.join(config.get('signal.enabled.channels'))}): add source to take snapshot signals"
+        )
     data = signal_data(form)
     action = parse_signal(RawSignal("form", "execute-snapshot", data, "airflow"))
     assert isinstance(action, ExecuteSnapshot)
@@ -142,7 +147,8 @@ def backfill_form(tables: list[str], start: Any, end: Any) -> dict[str, Any]:
         pattern = table.replace(".", r"\.")
         collections.append(pattern)
         lo, hi = (t.strftime("%Y-%m-%d %H:%M:%S") for t in (start, end))
-        conditions.append({"data-collection": pattern, "filter": f"{column} >= '{lo}' AND {column} < '{hi}'"})
+        quoted = "`" + column.replace("`", "``") + "`"  # any name the config takes, as the grammar reads it
+        conditions.append({"data-collection": pattern, "filter": f"{quoted} >= '{lo}' AND {quoted} < '{hi}'"})
     return {
         "data_collections": collections,
         "snapshot_type": "incremental",

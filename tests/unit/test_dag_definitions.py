@@ -173,18 +173,20 @@ def test_backfill_form_selects_the_data_interval():
     import pendulum
     from tidemark_airflow.snapshot_form import backfill_form
 
+    from cdc_core.signals.conditions import parse_condition
+
     form = backfill_form(
-        ["shop.orders:placed_at"],
+        ["shop.orders:placed_at", "shop.lines:créé-le"],
         pendulum.datetime(2026, 11, 1, tz="UTC"),
         pendulum.datetime(2026, 11, 2, tz="UTC"),
     )
-    assert form["data_collections"] == ["shop\\.orders"]
-    assert form["additional_conditions"] == [
-        {
-            "data-collection": "shop\\.orders",
-            "filter": "placed_at >= '2026-11-01 00:00:00' AND placed_at < '2026-11-02 00:00:00'",
-        }
-    ]
+    assert form["data_collections"] == ["shop\\.orders", "shop\\.lines"]
+    assert form["additional_conditions"][0] == {
+        "data-collection": "shop\\.orders",
+        "filter": "`placed_at` >= '2026-11-01 00:00:00' AND `placed_at` < '2026-11-02 00:00:00'",
+    }
+    # any column name the config takes reads back as that column
+    parse_condition(form["additional_conditions"][1]["filter"], ["créé-le"])
 
 
 def test_a_vitess_connector_file_gets_its_streamer_and_backfill_dags(tmp_path):

@@ -157,3 +157,23 @@ def test_a_snapshot_released_within_seconds_is_not_deferred_and_a_longer_one_is(
     monkeypatch.setattr(sensor_module, "watch_inline", lambda check, **kw: polling.watch_inline(check, 0.3))
     with pytest.raises(TaskDeferred):
         sensor.execute({})
+
+
+def test_a_refused_signal_ends_the_wait_with_the_streamers_reason():
+    """Not a two-hour wait blaming the streamer: it said why at once."""
+    from tidemark_airflow.hooks import state
+    from tidemark_airflow.triggers.snapshot import SnapshotReleasedTrigger
+
+    refusal = {
+        "id": "sig-9",
+        "type": "execute-snapshot",
+        "channel": "source",
+        "reason": "matches no known table",
+    }
+    doc = {"snapshots": {"running": [], "finished": [], "failed_signals": [refusal]}, "streamer": {}}
+    where, entry = state.snapshot_progress(doc, "sig-9")
+    assert (where, entry) == ("refused", refusal)
+    assert SnapshotReleasedTrigger("/c.yaml", "sig-9", 7200, 2.0, 120)._outcome(doc, where, entry, False) == {
+        "status": "refused",
+        "message": "the streamer refused snapshot signal sig-9: matches no known table",
+    }

@@ -25,14 +25,22 @@ def status_of_file(config_file: str, check_source: bool = False) -> dict[str, An
 
 
 def snapshot_progress(doc: dict[str, Any], signal_id: str) -> tuple[str, dict[str, Any] | None]:
-    """("finished" | "running" | "unknown", the snapshot's entry) for the snapshot the
-    signal started, as of the committed offsets."""
+    """("finished" | "running" | "refused" | "unknown", the snapshot's entry, or the
+    refusal's with its reason) for the snapshot the signal asked for, as of the committed
+    offsets."""
     progress = doc.get("snapshots") or {}
     for state in ("finished", "running"):
         for snap in progress.get(state, []):
             if snap.get("signal_id") == signal_id or snap.get("id") == signal_id:
                 return state, snap
+    for refusal in progress.get("failed_signals", []):
+        if refusal.get("id") == signal_id:
+            return "refused", refusal
     return "unknown", None
+
+
+def refusal_message(signal_id: str, refusal: dict[str, Any]) -> str:
+    return f"the streamer refused snapshot signal {signal_id}: {refusal.get('reason')}"
 
 
 def streamer_health(doc: dict[str, Any], max_lag_seconds: float, stale_seconds: float = 60) -> dict[str, Any]:

@@ -17,6 +17,10 @@ def signal_id_for(*parts: str) -> str:
     return "af-" + hashlib.sha1("\x00".join(parts).encode()).hexdigest()[:32]
 
 
+# How a signal collection refuses an id it holds: MySQL/MariaDB and Vitess, MongoDB.
+DUPLICATE_KEY = ("Duplicate entry", "E11000")
+
+
 class SendSignalOperator(BaseOperator):
     """Inserts the signal into the connector's signal table and returns its id."""
 
@@ -36,7 +40,7 @@ class SendSignalOperator(BaseOperator):
         try:
             send_signal(connector_of(config), config, signal_id, self.signal_type, dict(self.data or {}))
         except Exception as exc:
-            if "Duplicate entry" not in str(exc):
+            if not any(marker in str(exc) for marker in DUPLICATE_KEY):
                 raise
             self.log.info("signal %s was sent by an earlier try of this task", signal_id)
             return signal_id

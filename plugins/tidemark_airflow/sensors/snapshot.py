@@ -56,6 +56,11 @@ class SnapshotReleasedSensor(BaseSensorOperator):
 
         def released() -> dict[str, Any] | None:
             where, snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
+            if where == "refused":
+                return {
+                    "status": "refused",
+                    "message": state.refusal_message(str(self.signal_id), snap or {}),
+                }
             return {"status": "released", "snapshot": snap} if where == "finished" else None
 
         # No deferral for what is done, or done within seconds (see triggers/polling.py).
@@ -77,7 +82,9 @@ class SnapshotReleasedSensor(BaseSensorOperator):
 
     def poke(self, context: Any) -> bool:
         config_file, _, _ = self._config_file()
-        where, _snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
+        where, snap = state.snapshot_progress(state.status_of_file(config_file), str(self.signal_id))
+        if where == "refused":
+            raise AirflowException(state.refusal_message(str(self.signal_id), snap or {}))
         return where == "finished"
 
     def execute_complete(self, context: Any, event: dict[str, Any], reruns: int = 0) -> dict[str, Any]:

@@ -68,6 +68,9 @@ class SnapshotReleasedTrigger(StatePollingTrigger):
         """The event to fire for this state of the connector, or None to wait on."""
         if where == "finished":
             return {"status": "released", "snapshot": snap}
+        if where == "refused":
+            assert snap is not None
+            return {"status": "refused", "message": state.refusal_message(self.signal_id, snap)}
         if snap is not None:
             live = live_entry((doc.get("streamer") or {}).get("snapshots"), snap)
             health = snapshot_health(snap, live, self.stall_seconds)

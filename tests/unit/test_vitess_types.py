@@ -31,6 +31,23 @@ CASES = [
     ("decimal(5,2)", b".50", b"0.50", "string", None, "0.50"),
     ("decimal(20,0)", b"000000000000000001", b"1", "string", None, "1"),
     ("decimal(10,4)", b"-1.2300", b"-1.2300", "string", None, "-1.2300"),
+    # beyond Python's default 28 digits, as money and token amounts often are
+    (
+        "decimal(38,18)",
+        b"12345678901.5",
+        b"12345678901.500000000000000000",
+        "string",
+        None,
+        "12345678901.500000000000000000",
+    ),
+    (
+        "decimal(65,30)",
+        b"0.5",
+        b"0.500000000000000000000000000000",
+        "string",
+        None,
+        "0.500000000000000000000000000000",
+    ),
     ("varchar(16)", "ünï".encode(), "ünï".encode(), "string", None, "ünï"),
     ("json", b'{"a": 1}', b'{"a": 1}', "string", "io.debezium.data.Json", '{"a": 1}'),
     ("enum('small','medium','large')", b"medium", b"medium", "string", "io.debezium.data.Enum", "medium"),

@@ -25,7 +25,7 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.errors import UnsupportedTypeError
-from cdc_core.events.connect_decimal import encode_decimal
+from cdc_core.events.connect_decimal import EXACT, encode_decimal
 from cdc_core.events.connect_schema import Schema, field
 from cdc_core.schema.model import Column
 from cdc_core.source import IDENTITY, ColumnMapping
@@ -107,7 +107,8 @@ def _mapping(column: Column, modes: VitessModes, opt: bool) -> tuple[Schema, Con
     if kind in ("DECIMAL", "NUMERIC"):
         scale = column.scale or 0
         quantum = Decimal(1).scaleb(-scale)
-        return field("string", name, opt), lambda v: str(Decimal(v).quantize(quantum)), False
+        # MySQL's 65 digits: Python's default context (28) would raise on DECIMAL(38,18).
+        return field("string", name, opt), lambda v: str(Decimal(v).quantize(quantum, context=EXACT)), False
     if kind in _TEXT:
         return field("string", name, opt), IDENTITY, True
     if kind == "JSON":

@@ -44,6 +44,22 @@ def plan_range(
     topics = list(topics)
     if cut is None:
         return LogRange(None, False, None)
+    if (
+        cut.began_empty
+        and at is not None
+        and at.get("chain") != cut.chain
+        and any(v >= 0 for v in done.values())
+    ):
+        from cdc_core.errors import TidemarkError
+
+        # Its chain began on an empty log after the one this merge ended on: the log was
+        # reset or replaced, and its offsets start again under what was merged.
+        raise TidemarkError(
+            f"the embedded log {root} began again on an empty log (cut chain {cut.chain}) after this merge's "
+            f"last batch (chain {at.get('chain')}, merged up to {dict(sorted(done.items()))}): reading on "
+            "would skip the new log's first records. Give the merge a new checkpoint folder to merge the new "
+            "log from its start (the Delta tables keep their rows; events merged again change nothing)"
+        )
     until = {t: cut.offsets.get(t, 0) for t in topics}
     if any(until[t] - 1 < done.get(t, -1) for t in topics):
         return LogRange(None, False, None)  # merged past the cut: read to the end and align

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cdc_core.errors import TidemarkError
 from cdc_core.events.envelope import Record
 from cdc_core.sinks.log_cuts import FILE_NAME, CutTracker, read_cut
 from spark_jobs.merge.log_range import MergeState, plan_range
@@ -128,11 +129,22 @@ def test_a_merge_reads_whole_transactions_only_between_cuts_of_one_chain(tmp_pat
     assert on_chain.whole and on_chain.reached({T: 5, TXN: 1}) == {T: 9, TXN: 3}
     # Records held back by the batch before, a broken chain, no cut to start from: align.
     assert not plan_range(tmp_path, topics, {T: 5, TXN: 1}, {"chain": "a", "seq": 3}, holding=True).whole
-    assert not plan_range(tmp_path, topics, {T: 5, TXN: 1}, {"chain": "b", "seq": 3}, holding=False).whole
     crossed = plan_range(tmp_path, topics, {T: 5, TXN: 1}, None, holding=False)
     assert not crossed.whole and crossed.until == {T: 10, TXN: 4}  # still ends at the cut
     _cut_file(tmp_path, "a", 5, {T: 10, TXN: 4}, began_empty=False)
     assert not plan_range(tmp_path, topics, {}, None, holding=False).whole
+    assert not plan_range(tmp_path, topics, {T: 5, TXN: 1}, {"chain": "b", "seq": 3}, holding=False).whole
+
+
+def test_a_log_begun_again_on_empty_after_the_merge_stops_it_instead_of_skipping_its_start(tmp_path):
+    """The log was reset (its folder emptied) but the merge kept its checkpoint: offsets
+    start again under what it merged, and reading on would skip them without a word."""
+    _cut_file(tmp_path, "new", 2, {T: 100, TXN: 20}, began_empty=True)
+    with pytest.raises(TidemarkError, match="began again on an empty log .* new checkpoint folder"):
+        plan_range(tmp_path, [T, TXN], {T: 499, TXN: 80}, {"chain": "old", "seq": 40}, holding=False)
+    # the same log's first merge, and a merge that ended on this very chain, go on
+    assert plan_range(tmp_path, [T, TXN], {}, {"chain": "old", "seq": 40}, holding=False).whole
+    assert plan_range(tmp_path, [T, TXN], {T: 50, TXN: 9}, {"chain": "new", "seq": 1}, holding=False).whole
 
 
 def test_a_merge_past_the_cut_or_without_one_reads_to_the_end_and_aligns(tmp_path):

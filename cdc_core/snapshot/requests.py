@@ -56,6 +56,7 @@ def requested_tables(
     tables, problems = matching_tables(
         action.collections, session.list_tables(), TableFilter(config).captures
     )
+    problems += action.unmatched_conditions(tables)
     if problems:
         raise TidemarkError("; ".join(problems))
     shaping = shaping or Shaping(config, session.type_mapper())

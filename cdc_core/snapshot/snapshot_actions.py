@@ -51,6 +51,7 @@ class SnapshotActions:
     def execute_snapshot(self, action: ExecuteSnapshot, item: RowChange | None = None) -> None:
         """execute-snapshot: the tables, keys and filters checked, then the snapshot begun."""
         tables, problems = matching_tables(action.collections, self.schemas, self.captures)
+        problems += action.unmatched_conditions(tables)
         if problems:
             raise SignalError("; ".join(problems))
         progress = []

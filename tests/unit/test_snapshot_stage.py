@@ -130,6 +130,26 @@ def test_replayed_signals_are_not_acted_on_twice(tmp_path):
     assert len(resumed.context.snapshots) == 1
 
 
+def test_a_condition_naming_none_of_the_tables_refuses_the_signal(tmp_path):
+    """A misspelt data-collection would leave the filter unused and read the table whole."""
+    s = stage(tmp_path)
+    misspelt = {"data-collection": "shop\\.order", "filter": "id > 5"}
+    s.process(
+        [
+            signal(
+                "sig-1",
+                "execute-snapshot",
+                {"data-collections": ["shop.orders"], "additional-conditions": [misspelt]},
+            )
+        ]
+    )
+    assert s.context.active() is None
+    assert (
+        "'shop\\\\.order' matches none of the tables to snapshot (shop.orders)"
+        in s.context.refused[-1]["reason"]
+    )
+
+
 def test_pause_resume_and_stop(tmp_path):
     s = stage(tmp_path)
     s.process([signal("sig-1", "execute-snapshot", {"data-collections": ["shop.orders"]})])

@@ -4,6 +4,7 @@ data-collections name, with optional filters, surrogate key and Tidemark's exten
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,17 @@ class ExecuteSnapshot:
     reader: str = "inprocess"  # "inprocess" | "spark" (windows written by spark_jobs/incremental_snapshot.py)
     release: str = "stream"  # "stream": op=r events | "lakehouse": release records for the Delta merge
     chunk_size: int | None = None
+
+    def unmatched_conditions(self, tables: Iterable[TableId]) -> list[str]:
+        """A problem for each condition naming none of `tables`: a misspelt data-collection
+        would leave its filter unused and its table read whole."""
+        names = [str(t) for t in tables]
+        return [
+            f"additional-conditions data-collection {c.pattern.pattern!r} matches none of the tables to "
+            f"snapshot ({', '.join(names) or 'none'}): its filter would apply to nothing"
+            for c in self.conditions
+            if not any(c.pattern.fullmatch(name) for name in names)
+        ]
 
     def condition_for(self, table: TableId) -> str | None:
         """The filter of the first condition whose data-collection matches the table."""

@@ -284,3 +284,45 @@ def test_a_truncate_is_a_schema_change_with_a_warning_that_its_rows_stay_downstr
         )
     assert isinstance(change, SchemaChange) and change.kind == "truncate_table"
     assert "truncate table items on shard -80" in caplog.text and "snapshot it again" in caplog.text
+
+
+def test_a_shards_first_transaction_restarts_from_the_position_the_stream_named_it_at():
+    """Started from `current` for the whole keyspace, VTGate names each shard's position in
+    a VGTID event before any transaction: a restart inside the first one reads that shard
+    from there, not from a position without it (which VTGate refuses)."""
+    a = assembler(Vgtid((ShardGtid("ks", "", "current"),)))
+    resolved = {"-80": "MariaDB/0-11-5", "80-": "MariaDB/0-12-7"}
+    (begin, *_rest) = feed(
+        a,
+        [
+            bd.VEvent(type=T.VGTID, vgtid=vgtid(**resolved)),
+            bd.VEvent(type=T.BEGIN, shard="-80", timestamp=1),
+            fields("-80"),
+            row("-80", None, [b"1", b"x"]),
+            bd.VEvent(type=T.VGTID, vgtid=vgtid(**{**resolved, "-80": "MariaDB/0-11-6"})),
+            bd.VEvent(type=T.COMMIT, shard="-80", timestamp=1),
+        ],
+    )
+    restart = Vgtid.from_json(begin.restart["vgtid"])
+    assert restart.only("-80").shards == (ShardGtid("ks", "-80", "MariaDB/0-11-5"),)
+    assert begin.restart["shard"] == "-80"
+
+
+def test_a_merge_back_to_a_retired_shard_name_orders_after_the_shards_it_replaces():
+    """-80 split into -40 and 40-80 (epoch 1), then merged back into a new -80: its events
+    must order after theirs, though the name had epoch 0 before the split."""
+    a = assembler(
+        Vgtid((ShardGtid("ks", "-40", "MariaDB/0-21-9"), ShardGtid("ks", "40-80", "MariaDB/0-22-9"))),
+        {"-80": 0, "-40": 1, "40-80": 1},
+    )
+    (begin, *_rest) = feed(
+        a,
+        [
+            bd.VEvent(type=T.BEGIN, shard="-80", timestamp=1),
+            fields("-80"),
+            row("-80", None, [b"1", b"x"]),
+            bd.VEvent(type=T.VGTID, vgtid=vgtid(**{"-80": "MariaDB/0-31-3"})),
+            bd.VEvent(type=T.COMMIT, shard="-80", timestamp=1),
+        ],
+    )
+    assert (begin.epoch, begin.rank) == (2, 3)

@@ -67,6 +67,7 @@ class _Transaction:
     rows: list[_Row | SchemaChange] = field(default_factory=list)
     journal: Any = None
     copy: CopyProgress | None = None  # the copy phase's progress before the transaction
+    new_shard: bool = False  # its shard is not in the stream's position (a first start, a reshard)
 
 
 class EventAssembler:
@@ -158,7 +159,12 @@ class EventAssembler:
             # the table's definition goes on into the second)
             carried = self._txn.rows if self._txn is not None else []
             before = self._txn.copy if self._txn is not None else (self.copy and self.copy.copy())
-            self._txn = _Transaction(event.shard, self.vgtid, list(carried), copy=before)
+            restart, new_shard = self.vgtid, self.vgtid.shard(event.shard) is None
+            if new_shard and self._latest is not None and self._latest.shard(event.shard) is not None:
+                # The shard's first transaction since the stream named it (VTGate's VGTID that
+                # resolved `current`, or a reshard's): a restart inside it reads the shard from there.
+                restart = restart.with_shard(self._latest.shard(event.shard))
+            self._txn = _Transaction(event.shard, restart, list(carried), copy=before, new_shard=new_shard)
             return []
         if kind == types.FIELD:
             change = self._field(event.field_event)
@@ -248,10 +254,10 @@ class EventAssembler:
         if entry is None or not is_real(entry.gtid):
             raise TidemarkError(f"VStream committed a transaction on shard {shard} without its position")
         before_entry = txn.before.shard(shard)
-        if shard in self.epochs:
+        if shard in self.epochs and not txn.new_shard:
             previous = before_entry.gtid if before_entry is not None else ""
             epoch = next_epoch(self.epochs[shard], previous, entry.gtid)
-        else:  # a shard new to the stream (a reshard): after every shard it overlaps
+        else:  # a shard new to the stream (a reshard, or a merge back to a retired name): after every shard it overlaps
             epoch = inherited_epoch(shard, self.epochs)
         restart = self.position(txn.before, shard, txn.copy)
         # (Shards a reshard replaced keep their epochs: each new shard inherits from them

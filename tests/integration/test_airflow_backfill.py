@@ -137,7 +137,7 @@ def assert_signal_selects(db: Any, run: Any, database: str, start: dt.datetime, 
     assert data["additional-conditions"] == [
         {
             "data-collection": table,
-            "filter": f"ts >= '{start:%Y-%m-%d %H:%M:%S}' AND ts < '{end:%Y-%m-%d %H:%M:%S}'",
+            "filter": f"`ts` >= '{start:%Y-%m-%d %H:%M:%S}' AND `ts` < '{end:%Y-%m-%d %H:%M:%S}'",
         }
     ]
 

@@ -160,10 +160,11 @@ class EventAssembler:
             carried = self._txn.rows if self._txn is not None else []
             before = self._txn.copy if self._txn is not None else (self.copy and self.copy.copy())
             restart, new_shard = self.vgtid, self.vgtid.shard(event.shard) is None
-            if new_shard and self._latest is not None and self._latest.shard(event.shard) is not None:
+            named = self._latest.shard(event.shard) if new_shard and self._latest is not None else None
+            if named is not None:
                 # The shard's first transaction since the stream named it (VTGate's VGTID that
                 # resolved `current`, or a reshard's): a restart inside it reads the shard from there.
-                restart = restart.with_shard(self._latest.shard(event.shard))
+                restart = restart.with_shard(named)
             self._txn = _Transaction(event.shard, restart, list(carried), copy=before, new_shard=new_shard)
             return []
         if kind == types.FIELD:
@@ -257,7 +258,7 @@ class EventAssembler:
         if shard in self.epochs and not txn.new_shard:
             previous = before_entry.gtid if before_entry is not None else ""
             epoch = next_epoch(self.epochs[shard], previous, entry.gtid)
-        else:  # a shard new to the stream (a reshard, or a merge back to a retired name): after every shard it overlaps
+        else:  # new to the stream (a reshard, a merge back to a retired name): after every shard it overlaps
             epoch = inherited_epoch(shard, self.epochs)
         restart = self.position(txn.before, shard, txn.copy)
         # (Shards a reshard replaced keep their epochs: each new shard inherits from them

@@ -14,6 +14,7 @@ from pathlib import Path
 from cdc_core.config.common import COMMON_PROPERTIES
 from cdc_core.config.orchestration import ORCHESTRATION_PROPERTIES
 from cdc_core.config.properties import Property
+from cdc_core.config.status_properties import STATUS_PROPERTIES
 from cdc_core.connectors.registry import all_connectors, class_names
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -61,7 +62,7 @@ _GENERATED = {"connector.class": _connector_names}
 def table() -> str:
     lines = []
     sections = [
-        ("Common", COMMON_PROPERTIES, True),
+        ("Common", COMMON_PROPERTIES + STATUS_PROPERTIES, True),
         *((f"{c.title} connector", c.properties, False) for c in all_connectors()),
         ("Airflow and lakehouse", ORCHESTRATION_PROPERTIES, False),
     ]

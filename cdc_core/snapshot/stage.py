@@ -138,6 +138,11 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         with self._lock:
             self._inbox.append((signal, position))
 
+    def has_outside_signals(self) -> bool:
+        """Whether signals from the kafka or file channel wait for the next batch (on an
+        idle log the streamer hands the stage an empty one for them)."""
+        return bool(self._inbox)
+
     # ------------------------------------------------------------------ the stage
 
     def process(self, items: list[LogItem]) -> list[LogItem]:

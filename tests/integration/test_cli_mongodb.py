@@ -91,6 +91,13 @@ def test_signals_are_sent_through_the_configured_channel_checked_first_and_follo
         assert "the streamer refused signal pause-1" in paused.stderr  # no snapshot runs
         logged = tidemark("signal", "log", "--config", config, "--message", "maintenance starts", "--wait")
         assert logged.returncode == 0 and "acted on signal" in logged.stderr
+        # as seed 002 (and the README) write one from mongosh: `data` a document, not JSON text
+        db["debezium_signal"].insert_one(
+            {"_id": "doc-form", "type": "log", "data": {"message": "from mongosh"}}
+        )
+        wait_for(
+            lambda: "from mongosh" in c.path.with_suffix(".log").read_text(), 60, message="the log signal"
+        )
         assert stop_process(proc) == 0
     finally:
         if proc.poll() is None:

@@ -528,9 +528,9 @@ def test_a_windows_replies_read_whole_follow_the_cursor_and_an_error_kills_it(mo
     the transcoder whole: small batches give the same documents in `_id` order, and a
     reply that fails to render kills the cursor on the server."""
     from bson import Int64
-    from pymongo.database import Database
 
     from cdc_core.connectors.mongodb import raw_find, rendering
+    from tests.support.mongo.commands import CommandLog
 
     db["r"].insert_many([{"_id": i, "v": f"value {i}"} for i in range(250)])
     ids, texts = raw_find.find_documents(db["r"], {"_id": {"$gt": 9}}, batch_size=7)
@@ -548,18 +548,10 @@ def test_a_windows_replies_read_whole_follow_the_cursor_and_an_error_kills_it(mo
             raise ValueError("a reply the transcoder refused")
         return out
 
-    kills: list = []
-    command = Database.command
-
-    def recorded(self, spec, *args, **kwargs):
-        reply = command(self, spec, *args, **kwargs)
-        if isinstance(spec, dict) and "killCursors" in spec:
-            kills.append((spec["cursors"], reply.get("cursorsKilled")))
-        return reply
-
+    log = CommandLog()
     monkeypatch.setattr(rendering, "reply_documents", fails_on_the_second_reply)
-    monkeypatch.setattr(Database, "command", recorded)
-    with pytest.raises(ValueError, match="refused"):
-        raw_find.find_documents(db["r"], {}, batch_size=50)
+    with mongodb.client(event_listeners=[log]) as client, pytest.raises(ValueError, match="refused"):
+        raw_find.find_documents(client[db.name]["r"], {}, batch_size=50)
     assert cursors[1] != 0
+    kills = [(k.command["cursors"], k.reply.get("cursorsKilled")) for k in log.named("killCursors")]
     assert kills == [([Int64(cursors[1])], [cursors[1]])]  # the server killed the cursor left open

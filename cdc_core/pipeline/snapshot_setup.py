@@ -90,6 +90,7 @@ def snapshot_stage(
         positions=_position_watermarks(config, source),
         staged_form=staged_form,
         partitions=source.partitions,
+        excluded_by=tables.excluded_by,
     )
     initial = (
         committed is None

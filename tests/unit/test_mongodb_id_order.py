@@ -73,6 +73,8 @@ def matches(spec, value) -> bool:
         return any(matches(s, value) for s in spec["$or"])
     ((field, ops),) = spec.items()
     assert field == "_id"
+    if not isinstance(ops, dict):  # equality
+        return order_key(value) == order_key(ops)
     result = True
     for op, bound in ops.items():
         if op == "$type":

@@ -142,6 +142,8 @@ def test_a_window_within_one_bracket_is_one_range_and_one_across_brackets_takes_
     assert chunk_filter(None, (7,), None) == up_to(7) and chunk_filter((7,), None, None) == after(7)
     # an `_id` of null is a bound like any other, not "no bound"
     assert chunk_filter((None,), (7,), None) == {"$and": [after(None), up_to(7)]}
+    assert after(None, frozenset({"undefined"}))["_id"]["$type"][:2] == ["double", "int"]
+    assert up_to(None, frozenset({"undefined"})) == {"$or": [{"_id": None}, {"_id": {"$type": ["minKey"]}}]}
 
 
 def test_conditions_render_as_literals_of_the_named_fields():

@@ -123,18 +123,22 @@ def _types(brackets: range, unknown: frozenset[str]) -> list[str]:
 
 
 def after(bound: Any, unknown: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """`_id` after `bound` in BSON order."""
+    """`_id` after `bound` in BSON order. (The null bracket holds null alone: nothing of it
+    is after null.)"""
     index = bracket_of(bound)
     later = _types(range(index + 1, len(BRACKETS)), unknown)
+    if bound is None:
+        return {"_id": {"$type": later}}
     same = {"_id": {"$gt": bound}}
     return {"$or": [same, {"_id": {"$type": later}}]} if later else same
 
 
 def up_to(bound: Any, unknown: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """`_id` at or before `bound` in BSON order."""
+    """`_id` at or before `bound` in BSON order. (Up to null is null itself, asked for by
+    equality: `$lte: null` is MongoDB's too, but mongo-java-server matches nothing with it.)"""
     index = bracket_of(bound)
     earlier = _types(range(index), unknown)
-    same = {"_id": {"$lte": bound}}
+    same = {"_id": None} if bound is None else {"_id": {"$lte": bound}}
     return {"$or": [same, {"_id": {"$type": earlier}}]} if earlier else same
 
 

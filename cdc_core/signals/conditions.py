@@ -44,12 +44,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.errors import TidemarkError
-from cdc_core.signals.literals import MAX_DIGITS, MAX_EXPONENT, LiteralError, sql_value
+from cdc_core.signals.literals import MAX_DIGITS as MAX_DIGITS  # the number limits, named here too
+from cdc_core.signals.literals import MAX_EXPONENT as MAX_EXPONENT
+from cdc_core.signals.literals import LiteralError, sql_value
 
 MAX_LENGTH = 4096
 MAX_DEPTH = 32
 MAX_IN_LIST = 1000
-__all__ = ["MAX_DIGITS", "MAX_EXPONENT"]  # (defined with the literals; the limits are named here too)
 
 
 class ConditionError(TidemarkError):
@@ -151,7 +152,7 @@ def parse_condition(text: str, columns: Iterable[str]) -> Condition:
         raise ConditionError("a filter must be a string")
     if len(text) > MAX_LENGTH:
         raise ConditionError(f"a filter is limited to {MAX_LENGTH} characters")
-    from cdc_core.signals.condition_grammar import GrammarParser
+    from cdc_core.signals.condition_grammar import GrammarParser  # (it imports this module's tree)
 
     if text.lstrip().startswith("{"):
         if columns is not ANY_FIELD:

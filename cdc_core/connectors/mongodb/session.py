@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.connectors.mongodb.filters import DEPRECATED, chunk_filter
+from cdc_core.connectors.mongodb.filters import PROBED, chunk_filter
 from cdc_core.connectors.mongodb.shape import DOCUMENT, ID, MongoTypeMapper, collection_schema
 from cdc_core.connectors.mongodb.snapshot_reads import SnapshotReads, read_preference
 from cdc_core.errors import SourceUnavailableError, TidemarkError
@@ -119,12 +119,12 @@ class MongoSession:
         return self.reads.collection(plan.table.id.database, plan.table.id.table)
 
     def _unknown_types(self, collection: Any) -> frozenset[str]:
-        """The deprecated type aliases this server rejects (asked once per session)."""
+        """The type aliases of `PROBED` this server rejects (asked once per session)."""
         import pymongo.errors
 
         if self._unknown is None:
             unknown = set()
-            for alias in DEPRECATED:
+            for alias in PROBED:
                 try:
                     collection.find_one({ID: {"$type": alias}}, {ID: 1})
                 except pymongo.errors.OperationFailure:
@@ -134,9 +134,7 @@ class MongoSession:
 
     def _spec(self, collection: Any, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> dict[str, Any]:
         """The filter of window (lo, hi]."""
-        return chunk_filter(
-            lo[0] if lo else None, hi[0] if hi else None, plan.condition, self._unknown_types(collection)
-        )
+        return chunk_filter(lo, hi, plan.condition, self._unknown_types(collection))
 
     def _find(self, plan: ChunkPlan, lo: Key | None, hi: Key | None, ids_only: bool = False) -> Any:
         """The documents of window (lo, hi] in `_id` order."""
@@ -200,15 +198,21 @@ class MongoSession:
         self._signals().insert_one({ID: signal_id, "type": kind, "data": payload}, session=self.reads.session)
 
     def read_signal(self, signal_id: str) -> Any:
+        """By the signal's text (`signal_ids.py`): a string `_id`, or the Extended JSON of
+        one of another type; the signal comes back named by its canonical text."""
         from cdc_core.connectors.mongodb.ext_json import relaxed
+        from cdc_core.connectors.mongodb.signal_ids import find_signal, signal_ref
         from cdc_core.signals.actions import RawSignal
 
-        doc = self._signals().find_one({ID: signal_id})
+        doc = find_signal(self._signals(), signal_id)
         if doc is None:
             return None
-        data = doc.get("data")
+        data, kind = doc.get("data"), doc.get("type")
         return RawSignal(
-            str(doc[ID]), str(doc.get("type")), data if isinstance(data, str) else relaxed(data), "source"
+            signal_ref(doc[ID]),
+            kind if isinstance(kind, str) else "",
+            data if isinstance(data, str) or data is None else relaxed(data),
+            "source",
         )
 
 

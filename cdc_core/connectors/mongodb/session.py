@@ -191,6 +191,9 @@ class MongoSession:
             raise TidemarkError(f"a {kind} signal of {len(payload)} characters is too long")
         self._signals().insert_one({ID: signal_id, "type": kind, "data": payload})
 
+    def delete_watermark(self, signal_id: str, partition: str | None = None) -> None:
+        self._signals().delete_one({ID: signal_id})
+
     def read_signal(self, signal_id: str) -> Any:
         from cdc_core.connectors.mongodb.ext_json import relaxed
         from cdc_core.signals.actions import RawSignal

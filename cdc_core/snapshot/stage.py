@@ -259,8 +259,10 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
     def check_captured(self, snapshot_all: str | None) -> None:
         """At start: snapshot tables added to the include list since the last run, without
         stopping streaming; or every captured table, as a snapshot of kind `snapshot_all`
-        (`initial` at first start, `when_needed` after a lost position)."""
-        captured = sorted(t for t in self.schemas if self.captures(t))
+        (`initial` at first start, `when_needed` after a lost position). The signal table
+        is never snapshotted, even where the include list names it (a MongoDB signal
+        collection in the captured database): its rows are signals, not events."""
+        captured = sorted(t for t in self.schemas if self.captures(t) and t != self.signal_table)
         names = tuple(str(t) for t in captured)
         previous = self.context.captured
         added = [t for t in captured if previous is not None and str(t) not in set(previous)]

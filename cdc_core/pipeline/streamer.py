@@ -137,7 +137,7 @@ class Streamer:
                 source.close()
                 return self._fail(exc)
             source.close()
-            self._write_status("stopped")
+            self._write_status("stopped", **({"reason": self.exit_reason} if self.exit_reason else {}))
             if isinstance(outcome, _Failure):
                 exc = outcome.error
                 if self._start_again(exc):

@@ -249,3 +249,31 @@ def test_a_blocking_snapshot_reads_with_the_override_unless_the_signal_filters(t
         ]
     )
     assert chunks.conditions == [Compare("status", "=", "paid"), Compare("id", ">", 5)]
+
+
+@pytest.mark.parametrize(
+    ("now", "gtid_mode", "refused"),
+    [("bin.000002", False, True), ("bin.000009", False, False), ("bin.000002", True, False)],
+)
+def test_mysql_without_gtids_starts_again_only_where_its_files_number_on(
+    monkeypatch, now, gtid_mode, refused
+):
+    """Without GTIDs the order key's epoch is the binlog file's number: after a RESET
+    MASTER (files numbered from 1 again) new events would order before delivered ones, so
+    starting again is refused, before the schema history starts over. With GTIDs the
+    epoch is carried in the positions and raised above the lost one's."""
+    from cdc_core.connectors.mysql import binlog_source, server
+    from cdc_core.connectors.mysql.binlog_source import BinlogSource
+
+    source = BinlogSource.__new__(BinlogSource)
+    source.info = server.ServerInfo("8.0", False, gtid_mode, 1)
+    gtids = "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-9" if gtid_mode else None
+    monkeypatch.setattr(
+        binlog_source.server, "current_position", lambda ctl, info: server.LogPosition(now, 4, gtids)
+    )
+    lost = {"file": "bin.000003", "pos": 900, "epoch": 2}
+    if refused:
+        with pytest.raises(TidemarkError, match="numbered from bin.000002 now, below the lost position"):
+            source._check_numbering(None, lost)
+    else:
+        source._check_numbering(None, lost)

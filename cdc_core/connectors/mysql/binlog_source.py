@@ -118,9 +118,9 @@ class BinlogSource(BinlogEvents):
                 raise TidemarkError(server.versioned_refusal(versioned))
             if offset is None:
                 self.epoch = 0 if lost is None else int(lost.get("epoch") or 0) + 1
+                if lost is not None:
+                    self._check_numbering(ctl, lost)  # before the schema history starts over
                 position = self._first_start(ctl)
-                if lost is not None and not self._use_gtids():
-                    self._check_numbering(lost)
             else:
                 position = self._resume(ctl, offset)
         finally:
@@ -296,11 +296,18 @@ class BinlogSource(BinlogEvents):
             raise self._purged(position)
         return position
 
-    def _check_numbering(self, lost: Mapping[str, Any]) -> None:
-        if lost.get("file") and binlog_file_index(self.file) < binlog_file_index(str(lost["file"])):
+    def _check_numbering(self, ctl: pymysql.Connection, lost: Mapping[str, Any]) -> None:
+        """Without GTIDs, whether events from the server's position now order after the
+        lost position's (the epoch is the binlog file's number)."""
+        assert self.info is not None
+        now = server.current_position(ctl, self.info)
+        self._set_gtids(now.gtids)
+        if self._use_gtids() or not lost.get("file"):
+            return
+        if binlog_file_index(now.file) < binlog_file_index(str(lost["file"])):
             raise TidemarkError(
                 f"cannot start again after the lost position ({self.describe(lost)}): the server's binlog files "
-                f"are numbered from {self.file} now, below the lost position's, so new events would order before "
+                f"are numbered from {now.file} now, below the lost position's, so new events would order before "
                 "those delivered already (the order key is the file's number without GTIDs). Enable GTIDs, or "
                 "remove the connector's state and its Delta tables and start again with snapshot.mode: initial"
             )

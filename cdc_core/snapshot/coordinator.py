@@ -72,6 +72,7 @@ class ChunkCoordinator:
     def _run(self) -> None:
         self._catch_up()
         while not self._stop.is_set():
+            self._delete_orphaned_rows()
             work = self._next()
             if work is None:
                 with self.stage.changed:
@@ -100,6 +101,19 @@ class ChunkCoordinator:
                 )
                 self._drop_source()
                 self._stop.wait(self.retry_delay)
+
+    def _delete_orphaned_rows(self) -> None:
+        """The open rows of windows that will never be released (their reader killed
+        before it deleted them, insert_delete), deleted so the signal table does not
+        grow. Best effort: one that cannot be deleted now is logged and left."""
+        while self.stage.orphaned_rows and not self._stop.is_set():
+            row_id, partition = self.stage.orphaned_rows.popleft()
+            try:
+                self._chunk_source().delete_watermark(row_id, partition)
+            except Exception as exc:  # the database may be away: the row stays, nothing else does
+                log.warning("could not delete the orphaned watermark %s: %s", row_id, exc)
+                self._drop_source()
+                return
 
     def _catch_up(self) -> None:
         """After a (re)start, windows still ahead in the log may be replayed and released;

@@ -131,6 +131,9 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         self._passed: deque[str] = deque(maxlen=256)  # windows whose HW the log has passed
         self._state_changed = False
         self._staged_by_release: dict[int, str] = {}
+        # Open rows of windows that will never be released, for the in-process reader to
+        # delete (insert_delete: `WindowReleases._orphaned`): (row id, partition).
+        self.orphaned_rows: deque[tuple[str, str | None]] = deque()
         self._clean_staging()
         self._restore_open_windows()
 

@@ -69,10 +69,22 @@ class WindowReleases:
             log.error("ignoring malformed window-open watermark %s: %s", signal_id, exc)
             return
         if snapshot is None:
+            self._orphaned(window)
             return  # a watermark of a snapshot that was stopped or finished
         self._canonical_bounds(window)
         if not self._stale(window):
             self.tracker.open(window)
+        else:
+            self._orphaned(window)
+
+    def _orphaned(self, window: Window) -> None:
+        """A window that will never be released (`_stale`): if it closes by the delete of
+        its open row, the row is queued for the in-process reader to delete, since the
+        reader that opened it may be gone (killed between the LW and the delete): under
+        insert_delete the signal table must not keep it. Deleted twice is deleted once;
+        its delete, when it comes, finds no open window and releases nothing."""
+        if window.note is not None:
+            self.orphaned_rows.append((f"{window.id}-open", window.partition))
 
     def _window_close(self, item: RowChange, data: Any) -> list[LogItem]:
         try:
@@ -294,6 +306,7 @@ class WindowReleases:
         for window in self.tracker.open_windows():
             if window.in_log and self._stale(window):
                 self.tracker.close(window.id)
+                self._orphaned(window)
 
     def _restore_open_windows(self) -> None:
         """The windows open at the last offset commit, with the keys they recorded."""
@@ -302,6 +315,8 @@ class WindowReleases:
             # release waited for again, `resume_releases`): this one can never be released.
             if window.in_log and not self._stale(window):
                 self.tracker.open(window)
+            elif window.in_log:
+                self._orphaned(window)
         self._saved_windows = self.tracker.changes
 
     def before_commit(self) -> None:

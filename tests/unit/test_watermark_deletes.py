@@ -120,8 +120,9 @@ def test_the_in_process_reader_closes_each_window_by_deleting_its_open_row(tmp_p
         while s.context.active() is not None and time.monotonic() < deadline:
             pending, source.log[:] = list(source.log), []
             seen += pending
-            if not changed and any(i.after and i.after[1] == WINDOW_OPEN for i in pending):
-                pending.append(change("u", (2, 0), (2, 5)))  # inside the first window: its read is dropped
+            opens = [n for n, i in enumerate(pending) if i.after and i.after[1] == WINDOW_OPEN]
+            if not changed and opens:  # right after the first window's LW: its read of 2 is dropped
+                pending.insert(opens[0] + 1, change("u", (2, 0), (2, 5)))
                 changed = True
             released += reads(s.process(pending))
             time.sleep(0.02)
@@ -239,3 +240,34 @@ def test_a_spark_window_closed_by_delete_is_released_from_its_staged_file(tmp_pa
         f"{window_id}-open": WINDOW_OPEN,
         f"{window_id}-close": WINDOW_CLOSE,
     }
+
+
+def test_the_open_row_of_a_window_whose_reader_was_killed_is_deleted(tmp_path):
+    """The in-process reader killed between a window's LW and its delete: after the
+    restart the range is read again under a new window, and the old window's open row,
+    which nobody else would delete, is deleted once that range is released."""
+    first = stage(tmp_path)
+    snapshot = start(first)
+    old = f"{snapshot}.old"
+    first.process([open_row(snapshot, old, str(first.staging.note_path(old)), None, (3,))])
+    first.before_commit()
+    committed = first.context.to_json()
+
+    second = stage(tmp_path, SnapshotContext.from_json(committed))
+    assert len(second.tracker) == 1
+    source = MemorySource([(i, 0) for i in range(1, 6)])
+    source.table[f"{old}-open"] = WINDOW_OPEN  # left in the signal table by the killed reader
+    coordinator = ChunkCoordinator(second, lambda: source, lambda t: ORDERS, close_by_delete=True)
+    coordinator.start()
+    released = []
+    try:
+        deadline = time.monotonic() + 20
+        while (second.context.active() is not None or source.table) and time.monotonic() < deadline:
+            pending, source.log[:] = list(source.log), []
+            released += reads(second.process(pending))
+            time.sleep(0.02)
+    finally:
+        coordinator.stop()
+    assert sorted(released) == [(i, 0) for i in range(1, 6)]
+    assert source.table == {}, "the killed reader's open row stays in the signal table"
+    assert len(second.tracker) == 0

@@ -79,7 +79,9 @@ def snapshot_stage(
                 snapshot.id,
                 ", ".join(t.label for t in snapshot.tables),
             )
-        context = replace(context, snapshots=())
+        # (the captured tables noted afresh: none is "newly added", since every one is read
+        # again, by the when_needed snapshot or by the log reader's own copy, as Vitess's)
+        context = replace(context, snapshots=(), captured=None)
     signal_table = config.get("signal.data.collection")
     tables = TableFilter(config)
     rules = ColumnRules(config)

@@ -250,7 +250,7 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         if self.context.captured is not None:
             # Tables created or dropped while streaming: their rows come through the log,
             # so they are never "new" for the next start.
-            captured = {str(t) for t in self.schemas if self.captures(t)}
+            captured = {str(t) for t in self.schemas if self.captures(t) and t != self.signal_table}
             if captured != set(self.context.captured):
                 self._set(replace(self.context, captured=tuple(sorted(captured))))
 

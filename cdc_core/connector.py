@@ -139,6 +139,12 @@ class Connector(Protocol):
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Source: ...
 
+    def initial_snapshot_done(self, position: Mapping[str, Any]) -> bool:
+        """Whether the log at `position` (an offset's source part) is past the initial
+        snapshot the log reader takes itself (`initial_snapshot_in_log`); True for a
+        connector whose log has none."""
+        ...
+
     def open_session(self, config: ConnectorConfig) -> SourceSession:
         """A new connection as the connector's user (a clear TidemarkError when it cannot)."""
         ...

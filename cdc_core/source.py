@@ -250,6 +250,14 @@ class Source(Protocol):
         """Connect, check the position can be resumed, and prepare the schema timeline."""
         ...
 
+    def open_after_loss(self, lost: Mapping[str, Any]) -> None:
+        """`snapshot.mode: when_needed`, after `open` or `read` raised PositionLostError:
+        start as a first start does (the source's position and table definitions now),
+        every event's order key above those of the position `lost` (the committed offset's
+        source part that could not be resumed), so what comes now orders after everything
+        delivered before. A TidemarkError when the source cannot promise that."""
+        ...
+
     def read(self) -> Iterator[list[LogItem]]:
         """Batches of log items in log order; blocks while the log is idle (but yields an
         empty list at least every second so the caller can stop)."""

@@ -58,6 +58,7 @@ from spark_jobs.connect_server import REMOTE_ENV
 from spark_jobs.python_reader import PythonReads
 from spark_jobs.snapshot_jvm_batches import JvmBatches
 from spark_jobs.snapshot_plan import check_unplanned, load_plan, plan_uri, save_plan
+from spark_jobs.snapshot_windows import closes_by_delete
 from spark_jobs.staged_rules import staged_expressions
 
 log = logging.getLogger(__name__)
@@ -283,7 +284,17 @@ def jvm_and_python_reads(
                 log.info("reading %s with Python on the executors: %s", table, ", ".join(unreadable))
             by_python.extend(table_windows)
             continue
-        jobs = JvmBatches(spark, driver, jvm_reader, form, args.signal, staging, lakehouse, partition)
+        jobs = JvmBatches(
+            spark,
+            driver,
+            jvm_reader,
+            form,
+            args.signal,
+            staging,
+            lakehouse,
+            partition,
+            closes_by_delete(config),
+        )
         results += jobs.run(table_windows, per_batch)
     if by_python:
         tasks = min(args.parallelism, len(by_python))

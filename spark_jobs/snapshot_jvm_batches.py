@@ -46,6 +46,7 @@ class JvmBatches:
         staging: str,
         lakehouse: bool = False,
         partition: str | None = None,
+        close_by_delete: bool = False,
     ) -> None:
         self.spark, self.source, self.form, self.signal_id = spark, source, form, signal_id
         self.lakehouse = lakehouse  # staged as the Delta table holds them, not as read
@@ -54,18 +55,23 @@ class JvmBatches:
         self.reader = reader
         self.partition = partition
         self.staging = table_staging(staging, signal_id, self.schema.id, partition)
+        self.note_folder = self.staging if close_by_delete else None  # insert_delete: close notes here
 
     def run(self, windows: list[dict[str, Any]], per_batch: int) -> list[dict[str, Any]]:
         batches = [windows[i : i + per_batch] for i in range(0, len(windows), per_batch)]
         results: list[dict[str, Any]] = []
-        in_flight: list[tuple[list[dict[str, Any]], list[str], str, float, Future[None]]] = []
+        in_flight: list[
+            tuple[list[dict[str, Any]], list[tuple[str, str | None]], str, float, Future[None]]
+        ] = []
         with ThreadPoolExecutor(2, thread_name_prefix="spark-read") as pool:
             try:
                 for batch in batches:
                     if len(in_flight) == 2:
                         results += self._close(*in_flight.pop(0))
                     began = time.monotonic()
-                    window_ids = [open_window(self.source, self.signal_id, w) for w in batch]
+                    window_ids = [
+                        open_window(self.source, self.signal_id, w, self.note_folder) for w in batch
+                    ]
                     base = f"{self.staging}/batch-{uuid.uuid4().hex[:12]}"
                     in_flight.append((batch, window_ids, base, began, pool.submit(self._read, batch, base)))
                 while in_flight:
@@ -97,7 +103,7 @@ class JvmBatches:
     def _close(
         self,
         batch: list[dict[str, Any]],
-        window_ids: list[str],
+        window_ids: list[tuple[str, str | None]],
         base: str,
         began: float,
         reading: Future[None],
@@ -105,11 +111,11 @@ class JvmBatches:
         reading.result()
         staged = staged_files(base)
         results = []
-        for index, (w, window_id) in enumerate(zip(batch, window_ids, strict=True)):
+        for index, (w, (window_id, note)) in enumerate(zip(batch, window_ids, strict=True)):
             uri, rows = staged.get(index, (f"{base}/part-{index:05d}-empty.parquet", 0))
             if index not in staged:  # Spark writes no file for an empty partition
                 staged_types.write_window(uri, self.form, [], self.lakehouse)
-            close_window(self.source, self.signal_id, window_id, self.form, rows, uri, self.partition)
+            close_window(self.source, self.signal_id, window_id, self.form, rows, uri, self.partition, note)
             results.append({"table": w["table"], "index": w["index"], "rows": rows, "staged": uri})
         log.info(
             "%s: windows %d-%d, %d rows staged in %.1fs",

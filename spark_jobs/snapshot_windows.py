@@ -20,13 +20,30 @@ from cdc_core.snapshot.chunks import ChunkPlan
 from cdc_core.snapshot.keycodec import decode_key
 from cdc_core.snapshot.requests import Shaping
 from cdc_core.snapshot.staged_form import StagedForm
+from cdc_core.snapshot.window_notes import CLOSED_BY_DELETE, WindowNote, write_note
 from spark_jobs import staged_types
 from spark_jobs.snapshot_plan import signal_folder
 
 
-def open_window(source: SourceSession, signal_id: str, w: dict[str, Any]) -> str:
-    """Write window `w`'s low watermark; returns the window id its high watermark names."""
+def closes_by_delete(config: ConnectorConfig) -> bool:
+    """`incremental.snapshot.watermarking.strategy: insert_delete`: a window's open row is
+    deleted as its high watermark, after a note of what a close row would say."""
+    return bool(config.get("incremental.snapshot.watermarking.strategy") == "insert_delete")
+
+
+def note_uri(folder: str, window_id: str) -> str:
+    """Where a window closed by deleting its open row keeps its close note: beside its
+    table's staged files."""
+    return f"{folder}/{window_id}.close.json"
+
+
+def open_window(
+    source: SourceSession, signal_id: str, w: dict[str, Any], note_folder: str | None = None
+) -> tuple[str, str | None]:
+    """Write window `w`'s low watermark; returns the window id its high watermark names
+    and, when `note_folder` is given (insert_delete), where its close note goes."""
     window_id = uuid.uuid4().hex[:20]
+    note = None if note_folder is None else note_uri(note_folder, window_id)
     source.write_watermark(
         WINDOW_OPEN,
         f"{window_id}-open",
@@ -34,10 +51,11 @@ def open_window(source: SourceSession, signal_id: str, w: dict[str, Any]) -> str
             "snapshot": signal_id,
             "window": window_id,
             **{k: w[k] for k in ("table", "partition", "key", "lo", "hi", "exact", "index", "of") if k in w},
+            **({} if note is None else {"closed_by": CLOSED_BY_DELETE, "note": note}),
         },
         w.get("partition"),
     )
-    return window_id
+    return window_id, note
 
 
 def close_window(
@@ -48,16 +66,23 @@ def close_window(
     rows: int,
     staged: str,
     partition: str | None = None,
+    note: str | None = None,
 ) -> None:
     """Write a window's high watermark: the table's columns (the streamer reads the chunk
-    again if they changed) and the digest of the form its rows are staged in."""
+    again if they changed) and the digest of the form its rows are staged in. With a
+    `note` (insert_delete), the same written there and the open row deleted instead."""
+    columns = tuple(form.schema.column_names)
+    if note is not None:
+        write_note(note, WindowNote(signal_id, window_id, columns, rows, staged, form.digest))
+        source.delete_watermark(f"{window_id}-open", partition)
+        return
     source.write_watermark(
         WINDOW_CLOSE,
         f"{window_id}-close",
         {
             "snapshot": signal_id,
             "window": window_id,
-            "columns": list(form.schema.column_names),
+            "columns": list(columns),
             "shaped": form.digest,
             "rows": rows,
             "staged": staged,
@@ -81,6 +106,7 @@ def run_windows(
     to read (from its low watermark to its rows in hand) and to stage (the file written
     and its high watermark), for the job's log."""
     source = connector_of(config).open_session(config)
+    by_delete = closes_by_delete(config)
     results = []
     try:
         forms: dict[str, StagedForm] = {}
@@ -93,9 +119,9 @@ def run_windows(
             partition = w.get("partition")
             plan = ChunkPlan(schema, tuple(w["key"]), condition, partition)
             began = time.monotonic()
-            window_id = open_window(source, signal_id, w)
-            lo, hi = decode_key(w["lo"]), decode_key(w["hi"])
             folder = table_staging(staging, signal_id, table, partition)
+            window_id, note = open_window(source, signal_id, w, folder if by_delete else None)
+            lo, hi = decode_key(w["lo"]), decode_key(w["hi"])
             uri = f"{folder}/{w['index']:06d}-{window_id}.parquet"
             in_event_form = read_events(source, form, plan, lo, hi) if lakehouse else None
             if in_event_form is not None:
@@ -106,7 +132,7 @@ def run_windows(
                 read = time.monotonic()
                 staged_types.write_window(uri, form, rows, lakehouse)
                 count = len(rows)
-            close_window(source, signal_id, window_id, form, count, uri, partition)
+            close_window(source, signal_id, window_id, form, count, uri, partition, note)
             seconds = {"read": read - began, "stage": time.monotonic() - read}
             results.append(
                 {"table": w["table"], "index": w["index"], "rows": count, "staged": uri, **seconds}

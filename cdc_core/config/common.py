@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from cdc_core.config.properties import Property
+from cdc_core.config.snapshot_properties import SNAPSHOT_MODE, WATERMARKING_STRATEGY, overrides_properties
 
 _TOPIC_CHARS = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -202,14 +203,9 @@ COMMON_PROPERTIES: list[Property] = [
         description="Incremental snapshots without writing to the source: log positions read before and after "
         "each chunk stand in for watermark rows (MySQL/MariaDB with GTIDs).",
     ),
-    Property(
-        "snapshot.mode",
-        "enum",
-        default="no_data",
-        choices=("no_data", "initial"),
-        description="`initial`: at first start, snapshot every captured table incrementally while streaming "
-        "(streaming never waits); `no_data`: schema only.",
-    ),
+    SNAPSHOT_MODE,
+    WATERMARKING_STRATEGY,
+    *overrides_properties(),
     Property(
         "event.processing.failure.handling.mode",
         "enum",

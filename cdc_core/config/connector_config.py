@@ -152,7 +152,17 @@ def validate(
         if prop.required and prop.pattern is None and values.get(prop.name) in (None, ""):
             raise ConfigError(prop.name, "is required")
     resolved = _resolve_secrets(properties, values, secrets or {}, environ)
-    return ConnectorConfig(values, tuple(properties), resolved, source_path)
+    config = ConnectorConfig(values, tuple(properties), resolved, source_path)
+    checked: set[str] = set()
+    for prop in properties:  # the first declaration's check, as for `required`
+        if prop.name in checked:
+            continue
+        checked.add(prop.name)
+        if prop.check_with is not None:
+            problem = prop.check_with(config)
+            if problem:
+                raise ConfigError(prop.name, problem)
+    return config
 
 
 def _find(properties: list[Property], key: str) -> Property:

@@ -9,11 +9,14 @@ reported by name at start.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from cdc_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from cdc_core.config.connector_config import ConnectorConfig
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,13 @@ class Property:
     # Another name of the property `alias_of` (a connector's own word for a common one,
     # e.g. MongoDB's collection.include.list): its value is that property's.
     alias_of: str | None = None
+    # Values a user may bring from Debezium that this connector does not take, each with
+    # the reason and what to write instead (an enum's refusal then says why, not only
+    # which values it takes).
+    refused: Mapping[str, str] = field(default_factory=dict)
+    # A check that needs other properties too (the whole validated configuration): the
+    # problem, or None. Run once every property has its value.
+    check_with: Callable[[ConnectorConfig], str | None] | None = None
 
     def matches(self, key: str) -> re.Match[str] | None:
         if self.pattern is None:
@@ -81,6 +91,8 @@ def _convert(prop: Property, key: str, raw: Any) -> Any:
         raise ConfigError(key, f"expected true or false, got {raw!r}")
     if kind == "enum":
         text = str(raw).strip().lower()
+        if text in prop.refused:
+            raise ConfigError(key, f"{text} is not supported: {prop.refused[text]}")
         if text not in prop.choices:
             raise ConfigError(key, f"expected one of {', '.join(prop.choices)}, got {raw!r}")
         return text

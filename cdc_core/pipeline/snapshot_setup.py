@@ -4,13 +4,17 @@ signal channels. Kept apart from the streamer's loop, which only drives them."""
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.config.snapshot_properties import SNAPSHOT_AT_FIRST_START, select_overrides
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import ConfigError, TidemarkError
 from cdc_core.filters import ColumnRules, TableFilter
+from cdc_core.pipeline.snapshot_modes import lost_position
 from cdc_core.pipeline.state import StateLayout
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.snapshot.context import DAY_MS, SnapshotContext
@@ -18,6 +22,8 @@ from cdc_core.snapshot.stage import SnapshotStage
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import LocalStaging
 from cdc_core.source import Source
+
+log = logging.getLogger("tidemark.snapshot")
 
 
 def signal_channels(config: ConnectorConfig, stage: SnapshotStage) -> list[Any]:
@@ -61,9 +67,22 @@ def _position_watermarks(config: ConnectorConfig, source: Source) -> Any:
 def snapshot_stage(
     config: ConnectorConfig, source: Source, committed: dict[str, Any] | None, layout: StateLayout
 ) -> SnapshotStage:
-    """The snapshot stage for one reader session, from the committed snapshot state."""
+    """The snapshot stage for one reader session, from the committed snapshot state. After
+    a lost position (`snapshot_modes`), the running snapshots are abandoned (the log their
+    windows were in is gone) and every captured table is snapshotted again."""
     keep_ms = config.get("signal.refused.retention.days") * DAY_MS
+    lost = lost_position(committed) is not None
     context = SnapshotContext.from_json((committed or {}).get("snapshot")).keep_refused(keep_ms)
+    if lost:
+        for snapshot in context.snapshots:
+            log.warning(
+                "snapshot %s of %s abandoned: the log position it was released at is lost",
+                snapshot.id,
+                ", ".join(t.label for t in snapshot.tables),
+            )
+        # (the captured tables noted afresh: none is "newly added", since every one is read
+        # again, by the when_needed snapshot or by the log reader's own copy, as Vitess's)
+        context = replace(context, snapshots=(), captured=None)
     signal_table = config.get("signal.data.collection")
     tables = TableFilter(config)
     rules = ColumnRules(config)
@@ -93,19 +112,25 @@ def snapshot_stage(
         partitions=source.partitions,
         refused_keep_ms=keep_ms,
         excluded_by=tables.excluded_by,
+        overrides=select_overrides(config, source.current_tables(), tables.captures),
     )
-    initial = (
-        committed is None
-        and config.get("snapshot.mode") == "initial"
-        and not connector_of(config).initial_snapshot_in_log
-    )
+    snapshot_all = None  # every captured table snapshotted now, as a snapshot of this kind
+    if not connector_of(config).initial_snapshot_in_log:  # (else the log reader's, e.g. Vitess's copy)
+        if lost:
+            snapshot_all = "when_needed"
+        elif committed is None and config.get("snapshot.mode") in SNAPSHOT_AT_FIRST_START:
+            snapshot_all = "initial"
     watermarks = signal_table is not None or config.get("read.only")
-    if initial and not watermarks:
+    if snapshot_all and not watermarks:
         raise TidemarkError(
-            "snapshot.mode=initial needs signal.data.collection (or read.only) for its watermarks"
+            f"snapshot.mode={config.get('snapshot.mode')} needs signal.data.collection (or read.only) for its "
+            "watermarks"
         )
     if watermarks:
-        stage.check_captured(initial)
-    synthetic = (committed or {}).get("synthetic") if (committed or {}).get("in_txn") else None
-    stage.resume_releases((committed or {}).get("source"), synthetic, bool(config.get("read.only")))
+        stage.check_captured(snapshot_all)
+    if lost:
+        stage.resume_releases(None, None, bool(config.get("read.only")))
+    else:
+        synthetic = (committed or {}).get("synthetic") if (committed or {}).get("in_txn") else None
+        stage.resume_releases((committed or {}).get("source"), synthetic, bool(config.get("read.only")))
     return stage

@@ -29,6 +29,14 @@ from cdc_core.events.envelope import Record
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
 from cdc_core.pipeline.liveness import process_identity
+from cdc_core.pipeline.snapshot_modes import (
+    POSITION_LOST,
+    initial_only_done,
+    lost_position,
+    open_source,
+    session_resume,
+    start_again,
+)
 from cdc_core.pipeline.snapshot_setup import signal_channels, snapshot_stage
 from cdc_core.pipeline.state import Lease, StateLayout, open_offset_store, open_sink
 from cdc_core.schema.history import SchemaHistory
@@ -63,6 +71,7 @@ class Streamer:
         self.events_total = 0
         self.exit_reason = ""
         self._identity = process_identity()
+        self.position_lost: dict[str, Any] | None = None  # when_needed started again after it (status)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -102,12 +111,15 @@ class Streamer:
         delay = self.config.get("errors.retry.delay.initial.ms") / 1000
         max_delay = self.config.get("errors.retry.delay.max.ms") / 1000
         self.committed = self.offsets.load()
+        self.position_lost = (self.committed or {}).get(POSITION_LOST)
         while True:
             source = self._new_source()
             try:
-                source.open(self.committed)
+                open_source(source, self.committed)
             except TidemarkError as exc:
                 source.close()
+                if self._start_again(exc):
+                    continue
                 if (
                     not _retriable(exc)
                     or (max_retries >= 0 and retries >= max_retries)
@@ -127,9 +139,11 @@ class Streamer:
                 source.close()
                 return self._fail(exc)
             source.close()
-            self._write_status("stopped")
+            self._write_status("stopped", **({"reason": self.exit_reason} if self.exit_reason else {}))
             if isinstance(outcome, _Failure):
                 exc = outcome.error
+                if self._start_again(exc):
+                    continue
                 if self.events_total > events_before or time.monotonic() - session_start >= max_delay:
                     # The session streamed: `errors.max.retries` counts one outage, not a lifetime's.
                     retries, delay = 0, self.config.get("errors.retry.delay.initial.ms") / 1000
@@ -141,6 +155,17 @@ class Streamer:
                     continue
                 return self._fail(exc)
             return 0 if outcome else 1
+
+    def _start_again(self, exc: BaseException) -> bool:
+        """`snapshot.mode: when_needed` after a position that can no longer be resumed:
+        the marked offset committed (`snapshot_modes`), and the next session starts again."""
+        marked = start_again(self.config, self.committed, exc)
+        if marked is None:
+            return False
+        self.offsets.commit(marked)
+        self.committed = marked
+        self.position_lost = marked[POSITION_LOST]
+        return True
 
     def _fail(self, exc: BaseException) -> int:
         self.exit_reason = str(exc)
@@ -157,14 +182,21 @@ class Streamer:
     ) -> bool | _Failure:
         """One reader session. True: stopped cleanly; False: could not deliver everything;
         _Failure: the reader or the sink failed (after committing what was acknowledged)."""
-        dispatcher = Dispatcher(self.config, source, self.tracker, resume=self.committed)
+        dispatcher = Dispatcher(self.config, source, self.tracker, resume=session_resume(self.committed))
         self.dispatcher = dispatcher
         stage = snapshot_stage(self.config, source, self.committed, self.layout)
         self.stage = stage
+        if lost_position(self.committed) is not None:
+            dispatcher.snapshot_state = stage.context.to_json()  # the state carried across the loss
         read_only = self.config.get("read.only")
         chunks = ChunkCoordinator(
-            stage, source.chunk_source, lambda t: source.current_tables().get(t), read_only=read_only
+            stage,
+            source.chunk_source,
+            lambda t: source.current_tables().get(t),
+            read_only=read_only,
+            close_by_delete=self.config.get("incremental.snapshot.watermarking.strategy") == "insert_delete",
         )
+        connector = connector_of(self.config)
         if stage.signal_table is not None or read_only:
             chunks.start()
         channels: list[Any] = []
@@ -182,6 +214,10 @@ class Streamer:
             while not self._stop.is_set():
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
+                    break
+                if initial_only_done(self.config, connector, stage, self.committed):
+                    log.info("snapshot.mode is initial_only and no snapshot is running: stopping")
+                    self.exit_reason = "snapshot.mode initial_only: every snapshot is done"
                     break
                 if stage.busy():  # a blocking snapshot: the log waits (the reader blocks on the full queue)
                     records = dispatcher.process(stage.drain())
@@ -351,6 +387,7 @@ class Streamer:
             "per_table": dict(stats.per_table) if stats else {},
             "committed": self.committed,
             "snapshots": stage.progress() if (stage := getattr(self, "stage", None)) is not None else None,
+            **({POSITION_LOST: self.position_lost} if self.position_lost else {}),
             **extra,
         }
         self.layout.root.mkdir(parents=True, exist_ok=True)

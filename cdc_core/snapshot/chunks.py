@@ -63,6 +63,12 @@ class ChunkSource(Protocol):
         `partition`'s log (None: the source's one log, or any partition for a signal)."""
         ...
 
+    def delete_watermark(self, signal_id: str, partition: str | None = None) -> None:
+        """Delete and commit the watermark row `signal_id` (a window's open row, which
+        `incremental.snapshot.watermarking.strategy: insert_delete` deletes as the window's
+        high watermark), in `partition`'s log as `write_watermark` wrote it."""
+        ...
+
     def exact_key_order(self, plan: ChunkPlan) -> bool:
         """Whether Python compares this table's keys exactly as the database orders them."""
         ...

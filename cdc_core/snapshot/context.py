@@ -120,7 +120,7 @@ class TableProgress:
 class Snapshot:
     id: str
     signal_id: str
-    kind: str  # "incremental" | "blocking" | "initial"
+    kind: str  # "incremental" | "blocking" | "initial" | "new-tables" | "when_needed"
     tables: tuple[TableProgress, ...]
     chunk_size: int
     paused: bool = False

@@ -26,6 +26,7 @@ from cdc_core.snapshot.chunks import ChunkPlan, ChunkSource
 from cdc_core.snapshot.context import ReadAgain, Snapshot, TableProgress
 from cdc_core.snapshot.keycodec import encode_key
 from cdc_core.snapshot.stage import SnapshotStage
+from cdc_core.snapshot.window_notes import CLOSED_BY_DELETE, WindowNote, write_note
 from cdc_core.snapshot.windows import Window
 
 log = logging.getLogger("tidemark.snapshot")
@@ -41,12 +42,14 @@ class ChunkCoordinator:
         current_schema: Any,  # (TableId) -> TableSchema | None, the schema now (not in log order)
         retry_delay: float = 2.0,
         read_only: bool = False,
+        close_by_delete: bool = False,  # insert_delete: a window's open row is deleted as its HW
     ) -> None:
         self.stage = stage
         self.open_source = open_source
         self.current_schema = current_schema
         self.retry_delay = retry_delay
         self.read_only = read_only
+        self.close_by_delete = close_by_delete
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="snapshot-chunks", daemon=True)
         self._source: ChunkSource | None = None
@@ -69,6 +72,7 @@ class ChunkCoordinator:
     def _run(self) -> None:
         self._catch_up()
         while not self._stop.is_set():
+            self._delete_orphaned_rows()
             work = self._next()
             if work is None:
                 with self.stage.changed:
@@ -97,6 +101,19 @@ class ChunkCoordinator:
                 )
                 self._drop_source()
                 self._stop.wait(self.retry_delay)
+
+    def _delete_orphaned_rows(self) -> None:
+        """The open rows of windows that will never be released (their reader killed
+        before it deleted them, insert_delete), deleted so the signal table does not
+        grow. Best effort: one that cannot be deleted now is logged and left."""
+        while self.stage.orphaned_rows and not self._stop.is_set():
+            row_id, partition = self.stage.orphaned_rows.popleft()
+            try:
+                self._chunk_source().delete_watermark(row_id, partition)
+            except Exception as exc:  # the database may be away: the row stays, nothing else does
+                log.warning("could not delete the orphaned watermark %s: %s", row_id, exc)
+                self._drop_source()
+                return
 
     def _catch_up(self) -> None:
         """After a (re)start, windows still ahead in the log may be replayed and released;
@@ -166,9 +183,12 @@ class ChunkCoordinator:
         if self.read_only:
             self._read_only_window(snapshot, progress, plan, source, window_id, lo, hi)
             return
-        planned = {} if again is None else {"index": again.index, "of": again.of}
+        planned: dict[str, Any] = {} if again is None else {"index": again.index, "of": again.of}
         if progress.partition is not None:
             planned["partition"] = progress.partition
+        note = str(self.stage.staging.note_path(window_id)) if self.close_by_delete else None
+        if note is not None:
+            planned.update(closed_by=CLOSED_BY_DELETE, note=note)
         source.write_watermark(
             WINDOW_OPEN,
             f"{window_id}-open",
@@ -186,17 +206,21 @@ class ChunkCoordinator:
         )
         rows = source.read_chunk(plan, lo, hi)
         self.stage.staging.write(window_id, rows)
-        source.write_watermark(
-            WINDOW_CLOSE,
-            f"{window_id}-close",
-            {
-                "snapshot": snapshot.id,
-                "window": window_id,
-                "columns": list(schema.column_names),
-                "rows": len(rows),
-            },
-            progress.partition,
-        )
+        if note is not None:
+            write_note(note, WindowNote(snapshot.id, window_id, tuple(schema.column_names), len(rows)))
+            source.delete_watermark(f"{window_id}-open", progress.partition)
+        else:
+            source.write_watermark(
+                WINDOW_CLOSE,
+                f"{window_id}-close",
+                {
+                    "snapshot": snapshot.id,
+                    "window": window_id,
+                    "columns": list(schema.column_names),
+                    "rows": len(rows),
+                },
+                progress.partition,
+            )
         self._await_release(snapshot.id, window_id, progress)
 
     def _read_only_window(

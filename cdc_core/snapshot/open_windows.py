@@ -47,6 +47,7 @@ def window_to_json(window: Window) -> dict[str, Any]:
         **({} if window.partition is None else {"partition": window.partition}),
         **({} if window.driver_hi is None else {"driver_hi": encode_key(window.driver_hi)}),
         **({"truncated": True} if window.truncated else {}),
+        **({} if window.note is None else {"note": window.note}),
     }
 
 
@@ -67,6 +68,7 @@ def window_from_json(d: dict[str, Any]) -> Window:
         d.get("partition"),
         decode_key(d.get("driver_hi")),  # absent in files of earlier releases: `hi` serves
         bool(d.get("truncated")),
+        d.get("note"),  # absent in files of earlier releases: closed by a close row
     )
 
 

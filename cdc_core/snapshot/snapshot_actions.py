@@ -33,7 +33,9 @@ class SnapshotActions:
         log.info("snapshot %s %s", active.id, "paused" if paused else "resumed")
 
     def start_snapshot(self, signal_id: str, tables: list[TableId], kind: str = "incremental") -> None:
-        """A snapshot not asked for by a signal (snapshot.mode=initial, newly captured tables)."""
+        """A snapshot not asked for by a signal (snapshot.mode initial, initial_only and
+        when_needed, newly captured tables): each table filtered by its
+        `snapshot.select.statement.overrides` entry, if it has one."""
         progress = []
         for table_id in tables:
             schema = self.schemas.get(table_id)
@@ -44,7 +46,7 @@ class SnapshotActions:
             except SnapshotError as exc:
                 log.error("not snapshotting %s: %s", table_id, exc)
                 continue
-            progress.extend(self._entries(table_id, key))
+            progress.extend(self._entries(table_id, key, self.overrides.get(table_id)))
         if progress:
             self._begin(Snapshot(_new_id(), signal_id, kind, tuple(progress), self.chunk_size))
 
@@ -61,6 +63,8 @@ class SnapshotActions:
             schema = self.schemas[table_id]
             key = snapshot_key(schema, action.surrogate_key, self.key_columns(table_id))
             condition = action.condition_for(table_id)
+            if condition is None and action.snapshot_type == "blocking":
+                condition = self.overrides.get(table_id)  # as Debezium: the signal's own filter first
             if condition is not None:
                 parse_condition(
                     condition, condition_fields(schema)

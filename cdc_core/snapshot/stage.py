@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from cdc_core.events.envelope import OP_CREATE, OP_TRUNCATE
+from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_TRUNCATE
 from cdc_core.schema.model import Column, TableId, TableSchema
 from cdc_core.signals.actions import (
     INTERNAL_TYPES,
@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tidemark.snapshot")
 
+OPEN_SUFFIX = "-open"  # a window's open row's id: `<window>-open`
+
 
 class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSnapshots):
     """The stage itself: items in log order, signals (it is the actions' `SignalTarget`),
@@ -93,9 +95,13 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         partitions: Callable[[TableId], tuple[str | None, ...]] = lambda _t: (None,),
         refused_keep_ms: int = 7 * DAY_MS,  # `signal.refused.retention.days`
         excluded_by: Callable[[TableId], str] | None = None,  # which capture filter leaves a table out
+        overrides: Mapping[TableId, str] | None = None,
     ) -> None:
         self.context = context
         self.refused_keep_ms = refused_keep_ms
+        # `snapshot.select.statement.overrides`: the filter of each table's initial, newly
+        # captured, when_needed and blocking snapshots (checked against its columns).
+        self.overrides: Mapping[TableId, str] = overrides or {}
         self.schemas: dict[TableId, TableSchema] = dict(tables)
         self.captures = captures
         self.signal_table = signal_table
@@ -129,6 +135,9 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         self._passed: deque[str] = deque(maxlen=256)  # windows whose HW the log has passed
         self._state_changed = False
         self._staged_by_release: dict[int, str] = {}
+        # Open rows of windows that will never be released, for the in-process reader to
+        # delete (insert_delete: `WindowReleases._orphaned`): (row id, partition).
+        self.orphaned_rows: deque[tuple[str, str | None]] = deque()
         self._clean_staging()
         self._restore_open_windows()
 
@@ -250,26 +259,30 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         if self.context.captured is not None:
             # Tables created or dropped while streaming: their rows come through the log,
             # so they are never "new" for the next start.
-            captured = {str(t) for t in self.schemas if self.captures(t)}
+            captured = {str(t) for t in self.schemas if self.captures(t) and t != self.signal_table}
             if captured != set(self.context.captured):
                 self._set(replace(self.context, captured=tuple(sorted(captured))))
 
-    def check_captured(self, initial: bool) -> None:
-        """At start: snapshot tables added to the include list since the last run (or all
-        of them with `snapshot.mode=initial` at first start), without stopping streaming."""
-        captured = sorted(t for t in self.schemas if self.captures(t))
+    @property
+    def in_transaction(self) -> bool:
+        """Between a transaction's BEGIN and its COMMIT in the log, as processed here."""
+        return self._in_txn
+
+    def check_captured(self, snapshot_all: str | None) -> None:
+        """At start: snapshot tables added to the include list since the last run, without
+        stopping streaming; or every captured table, as a snapshot of kind `snapshot_all`
+        (`initial` at first start, `when_needed` after a lost position). The signal table
+        is never snapshotted, even where the include list names it (a MongoDB signal
+        collection in the captured database): its rows are signals, not events."""
+        captured = sorted(t for t in self.schemas if self.captures(t) and t != self.signal_table)
         names = tuple(str(t) for t in captured)
         previous = self.context.captured
-        if previous is None:
-            if initial:
-                self.start_snapshot("initial", captured, kind="initial")
-        else:
-            added = [t for t in captured if str(t) not in set(previous)]
-            if added:
-                log.info(
-                    "tables added to the capture list: %s; snapshotting them", ", ".join(map(str, added))
-                )
-                self.start_snapshot("new-tables", added, kind="new-tables")
+        added = [t for t in captured if previous is not None and str(t) not in set(previous)]
+        if snapshot_all is not None:
+            self.start_snapshot(snapshot_all, captured, kind=snapshot_all)
+        elif added:
+            log.info("tables added to the capture list: %s; snapshotting them", ", ".join(map(str, added)))
+            self.start_snapshot("new-tables", added, kind="new-tables")
         if previous != names:
             self._set(replace(self.context, captured=names))
 
@@ -301,9 +314,14 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
     # ------------------------------------------------------------------ signal rows
 
     def _signal_row(self, item: RowChange) -> list[LogItem]:
+        schema = item.table
+        if item.op == OP_DELETE and item.before is not None:
+            deleted = dict(zip(schema.column_names, item.before, strict=False)).get("id")
+            if isinstance(deleted, str) and deleted.endswith(OPEN_SUFFIX):
+                return self._window_deleted(deleted.removesuffix(OPEN_SUFFIX), item)
+            return []
         if item.op != OP_CREATE or item.after is None:
             return []
-        schema = item.table
         values = dict(zip(schema.column_names, item.after, strict=False))
         signal_id, kind, data = values.get("id"), values.get("type"), values.get("data")
         problem = _malformed_row(signal_id, kind)

@@ -68,16 +68,22 @@ class LocalStaging:
         except FileNotFoundError:
             return None
 
+    def note_path(self, window_id: str) -> Path:
+        """Where an in-process window closed by deleting its open row keeps its close note
+        (`window_notes.py`)."""
+        return self._path(window_id).with_suffix(".close")
+
     def delete(self, window_id: str) -> None:
-        for suffix in (".rows", ".release", ".tmp", ".release.tmp"):
+        for suffix in (".rows", ".release", ".close", ".tmp", ".release.tmp", ".close.tmp"):
             self._path(window_id).with_suffix(suffix).unlink(missing_ok=True)
 
     def windows(self) -> list[str]:
         """Every window with a file here, writes a crash cut short (`.tmp`) included."""
         if not self.directory.is_dir():
             return []
-        names = {p.stem for suffix in ("rows", "release", "tmp") for p in self.directory.glob(f"*.{suffix}")}
-        return sorted({n.removesuffix(".release") for n in names})
+        suffixes = ("rows", "release", "close", "tmp")
+        names = {p.stem for suffix in suffixes for p in self.directory.glob(f"*.{suffix}")}
+        return sorted({n.removesuffix(".release").removesuffix(".close") for n in names})
 
 
 def filesystem_for(uri: str) -> tuple[Any, str]:

@@ -7,6 +7,7 @@ until no offset can lead back to the HW, and open windows are saved before every
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +21,7 @@ from cdc_core.snapshot.keycodec import decode_key
 from cdc_core.snapshot.release_decisions import ReleaseDecision
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import StagingError, read_parquet
+from cdc_core.snapshot.window_notes import CLOSED_BY_DELETE, read_note
 from cdc_core.snapshot.windows import Window, release
 from cdc_core.source import LogItem, RowChange, SnapshotRelease
 
@@ -61,15 +63,28 @@ class WindowReleases:
                 index=d.get("index"),
                 of=d.get("of"),
                 partition=d.get("partition"),
+                note=str(d["note"]) if d.get("closed_by") == CLOSED_BY_DELETE else None,
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, TidemarkError) as exc:
             log.error("ignoring malformed window-open watermark %s: %s", signal_id, exc)
             return
         if snapshot is None:
+            self._orphaned(window)
             return  # a watermark of a snapshot that was stopped or finished
         self._canonical_bounds(window)
         if not self._stale(window):
             self.tracker.open(window)
+        else:
+            self._orphaned(window)
+
+    def _orphaned(self, window: Window) -> None:
+        """A window that will never be released (`_stale`): if it closes by the delete of
+        its open row, the row is queued for the in-process reader to delete, since the
+        reader that opened it may be gone (killed between the LW and the delete): under
+        insert_delete the signal table must not keep it. Deleted twice is deleted once;
+        its delete, when it comes, finds no open window and releases nothing."""
+        if window.note is not None:
+            self.orphaned_rows.append((f"{window.id}-open", window.partition))
 
     def _window_close(self, item: RowChange, data: Any) -> list[LogItem]:
         try:
@@ -88,6 +103,37 @@ class WindowReleases:
             shaped=d.get("shaped"),
         )
 
+    def _window_deleted(self, window_id: str, item: RowChange) -> list[LogItem]:
+        """A window's open row was deleted: under insert_delete, the window's HW. Its
+        close note says what a close row would have (`window_notes.py`). A window not
+        open here (closed and committed before, a stopped snapshot's) and not decided
+        either is a delete replayed or someone's cleanup: ignored; so is the delete of a
+        window that closes with a close row (insert_insert: the signal table purged by
+        hand)."""
+        window = self.tracker.get(window_id)
+        decided = self.staging.read_release(window_id) if window is None else None
+        known = window if window is not None else decided.window if decided is not None else None
+        if known is None:
+            log.info(
+                "the open watermark of window %s was deleted; the window is not open here: ignored", window_id
+            )
+            return []
+        if known.note is None:
+            log.warning(
+                "the open watermark of window %s was deleted, but the window closes with a close row "
+                "(insert_insert): not its high watermark, ignored",
+                window_id,
+            )
+            return []
+        self._activity[known.snapshot_id] = time.monotonic()
+        try:
+            note = read_note(known.note, window_id)
+        except StagingError as exc:
+            return self._finish_window(window_id, (), None, 0, item.source, item.ts_ms, unreleasable=str(exc))
+        return self._finish_window(
+            window_id, note.columns, note.staged, note.rows, item.source, item.ts_ms, shaped=note.shaped
+        )
+
     def _finish_window(
         self,
         window_id: str,
@@ -98,10 +144,12 @@ class WindowReleases:
         ts_ms: int,
         extra: dict[str, Any] | None = None,
         shaped: str | None = None,
+        unreleasable: str | None = None,
     ) -> list[LogItem]:
         """The log passed a window's HW: its release, as items to put in the HW's place.
         `shaped`: the digest of the staged form the chunk job wrote the rows in (None: the
-        table's own rows)."""
+        table's own rows). `unreleasable`: why what the HW should say cannot be known (a
+        missing close note): the window is read again."""
         window = self.tracker.close(window_id)
         try:
             decided = self.staging.read_release(window_id)
@@ -136,6 +184,9 @@ class WindowReleases:
                 # after a restart, and its earlier decision waited for as well): never twice.
                 if decided is not None and window_id not in self._staged_by_release.values():
                     self.staging.delete(window_id)
+                return []
+            if unreleasable is not None:
+                self._read_again(snapshot, progress, window, unreleasable)
                 return []
             if window.truncated:
                 self._read_again(snapshot, progress, window, "the table was truncated inside the window")
@@ -255,6 +306,7 @@ class WindowReleases:
         for window in self.tracker.open_windows():
             if window.in_log and self._stale(window):
                 self.tracker.close(window.id)
+                self._orphaned(window)
 
     def _restore_open_windows(self) -> None:
         """The windows open at the last offset commit, with the keys they recorded."""
@@ -263,6 +315,8 @@ class WindowReleases:
             # release waited for again, `resume_releases`): this one can never be released.
             if window.in_log and not self._stale(window):
                 self.tracker.open(window)
+            elif window.in_log:
+                self._orphaned(window)
         self._saved_windows = self.tracker.changes
 
     def before_commit(self) -> None:

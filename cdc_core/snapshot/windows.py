@@ -51,6 +51,9 @@ class Window:
     # be a value the database can compare: MongoDB's is an `_id`'s Extended JSON text).
     driver_hi: Key | None = None
     truncated: bool = False  # a TRUNCATE of the table mid-window: every key changed
+    # Where the close note of a window closed by deleting its open row is (insert_delete,
+    # `window_notes.py`); None: a close row closes it.
+    note: str | None = None
 
     def covers(self, key: Key) -> bool:
         if not self.exact_range:
@@ -99,6 +102,9 @@ class WindowTracker:
                 if window.covers(key) and key not in window.recorded:
                     window.recorded.add(key)
                     self.changes += 1
+
+    def get(self, window_id: str) -> Window | None:
+        return self._by_id.get(window_id)
 
     def close(self, window_id: str) -> Window | None:
         """Remove and return the window, or None if it was not open in this process."""

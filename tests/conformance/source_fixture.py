@@ -103,6 +103,11 @@ class SourceFixture(Protocol):
 
     def topic(self, connector: Connector, ns: str, table: str) -> str: ...
 
+    def watermarks(self, ns: str, snapshots: Sequence[str]) -> int:
+        """How many watermark rows of the snapshots `snapshots` (their ids or their
+        signals' ids) the signal table of `ns`'s connector holds."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -120,6 +125,22 @@ class TableRows:
 
     def key(self, key: Any) -> dict[str, Any]:
         return key
+
+
+WATERMARK_TYPES = ("snapshot-window-open", "snapshot-window-close")
+
+
+def of_snapshots(rows: Sequence[tuple[Any, Any]], snapshots: Sequence[str]) -> int:
+    """How many of the (type, data) signal rows are watermarks of `snapshots`."""
+    import orjson
+
+    def named(data: Any) -> Any:
+        try:
+            return orjson.loads(data).get("snapshot")
+        except (orjson.JSONDecodeError, TypeError, AttributeError):
+            return None
+
+    return sum(1 for kind, data in rows if kind in WATERMARK_TYPES and named(data) in set(snapshots))
 
 
 def insert_rows(table: str, rows: Iterator[dict[str, Any]] | Sequence[dict[str, Any]]) -> list[Change]:

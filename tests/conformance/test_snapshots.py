@@ -81,10 +81,17 @@ def seeded(source, ns: str, rows: int) -> None:
         source.apply(ns, insert_rows("t", ({"id": i, "v": 0} for i in range(start, min(rows, start + 1000)))))
 
 
-def test_a_snapshot_under_writes_loses_no_row_and_never_goes_back(source, ns, tmp_path):
+@pytest.mark.parametrize("strategy", ["insert_insert", "insert_delete"])
+def test_a_snapshot_under_writes_loses_no_row_and_never_goes_back(source, ns, tmp_path, strategy):
+    """With either watermarking strategy; `insert_delete` (each window's open row deleted
+    as its high watermark) leaves none of the snapshot's watermark rows behind."""
     rows = 1500
     seeded(source, ns, rows)
-    c = source.connector(tmp_path, ns, {"incremental.snapshot.chunk.size": 100})
+    c = source.connector(
+        tmp_path,
+        ns,
+        {"incremental.snapshot.chunk.size": 100, "incremental.snapshot.watermarking.strategy": strategy},
+    )
     proc = start_process(c)
     writer = Writer(source, ns, rows)
     try:
@@ -124,6 +131,13 @@ def test_a_snapshot_under_writes_loses_no_row_and_never_goes_back(source, ns, tm
     assert sorted(state.values(), key=lambda r: r["id"]) == sorted(
         source.rows(ns, "t"), key=lambda r: r["id"]
     )
+    done = finished(c, snap)
+    left = source.watermarks(ns, [done["id"], snap])
+    windows = sum(t["windows_done"] for t in done["tables"])
+    if strategy == "insert_delete":
+        assert left == 0, f"{left} watermark rows left in the signal table"
+    else:  # an open and a close row per window (more for a window read again)
+        assert left >= 2 * windows > 0, (left, windows)
 
 
 def test_pause_resume_stop_and_a_hostile_condition_refused(source, ns, tmp_path):

@@ -212,6 +212,7 @@ def test_the_saved_windows_of_format_version_1_are_read(tmp_path):
     assert (window.id, window.snapshot_id, window.table, window.index, window.of) == ("w1", "sig-1", T, 3, 9)
     assert window.lo == (b"\x01",) and window.hi is None and window.key_columns == ("k",)
     assert window.recorded == {(b"\x01\x02",), (dt.datetime(2024, 1, 2, 3, 4, 5),)}
+    assert window.note is None  # written before insert_delete: closed by a close row
     path.write_text("{not json")
     assert OpenWindowFile(tmp_path).load() == []  # unreadable: its windows are read again
 

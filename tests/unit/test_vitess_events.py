@@ -326,3 +326,48 @@ def test_a_merge_back_to_a_retired_shard_name_orders_after_the_shards_it_replace
         ],
     )
     assert (begin.epoch, begin.rank) == (2, 3)
+
+
+def test_after_a_lost_vgtid_every_shard_orders_above_the_lost_positions_epochs():
+    """snapshot.mode when_needed copies again from `""`: a shard the copy names (no epoch
+    of its own in the new stream) and one the copy meets under a new name (a reshard since)
+    both start above every epoch of the lost position, which the offsets keep."""
+    a = EventAssembler("srv", "ks", Vgtid((ShardGtid("ks", "", ""),)), {}, {}, q.Type.Name, epoch_floor=6)
+    snap = vgtid(**{"-80": "MariaDB/0-11-40"})
+    (begin, *_rest) = feed(
+        a,
+        [
+            bd.VEvent(type=T.BEGIN, shard="-80"),
+            fields("-80"),
+            bd.VEvent(type=T.VGTID, vgtid=snap),
+            row("-80", None, [b"9", b"nine"]),
+            bd.VEvent(type=T.COMMIT, shard="-80"),
+        ],
+    )
+    assert begin.epoch == 6, "a copied row orders before the lost stream's events of its key"
+    assert a.position()["epoch_floor"] == 6  # kept in the offsets: a restart goes on above it
+
+
+def test_the_end_of_the_copy_phase_moves_the_position_past_it():
+    """`initial_only` stops once the log is past the copy phase: its end is a position of
+    its own, committed even when no transaction follows."""
+    from cdc_core.connectors.vitess.connector import CONNECTOR
+    from cdc_core.connectors.vitess.copy_progress import CopyProgress
+
+    copying = Vgtid((ShardGtid("ks", "-80", ""),))
+    a = EventAssembler("srv", "ks", copying, {}, {}, q.Type.Name, copy=CopyProgress(("items",)))
+    assert not CONNECTOR.initial_snapshot_done(a.position())
+    feed(
+        a,
+        [
+            bd.VEvent(type=T.BEGIN, shard="-80"),
+            fields("-80"),
+            bd.VEvent(type=T.VGTID, vgtid=vgtid(**{"-80": "MariaDB/0-11-40"})),
+            row("-80", None, [b"9", b"nine"]),
+            bd.VEvent(type=T.COMMIT, shard="-80"),
+        ],
+    )
+    assert not CONNECTOR.initial_snapshot_done(a.position()), "the copy is still in the offsets"
+    assert feed(a, [bd.VEvent(type=T.COPY_COMPLETED, keyspace="ks", shard="-80")]) == []
+    (moved,) = feed(a, [bd.VEvent(type=T.COPY_COMPLETED)])
+    assert isinstance(moved, PositionAdvance) and CONNECTOR.initial_snapshot_done(moved.position)

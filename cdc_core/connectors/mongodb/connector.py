@@ -153,6 +153,9 @@ class MongoDbConnector:
     initial_snapshot_in_log = False  # `snapshot.mode: initial` is an incremental snapshot
     document_patches = DocumentPatches("updateDescription", apply_update)
 
+    def initial_snapshot_done(self, position: Mapping[str, Any]) -> bool:
+        return True  # its initial snapshot is an incremental one, not in the log
+
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
         from cdc_core.connectors.mongodb.source import MongoSource
 

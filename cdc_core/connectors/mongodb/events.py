@@ -262,6 +262,12 @@ class EventAssembler:
                 data if isinstance(data, str) or data is None else relaxed(data),
             )
             return RowChange(self.signal_schema, OP_CREATE, None, values, source, ts_ms)
+        if table == self.signal and kind == "delete":
+            # A window's open document deleted (insert_delete watermarks): its `_id` names
+            # the window; type and data only with a pre-image.
+            gone = pre if isinstance(pre, dict) else {}
+            values = (key if isinstance(key, str) else str(key), gone.get("type"), gone.get("data"))
+            return RowChange(self.signal_schema, OP_DELETE, values, None, source, ts_ms)
         schema = self.schema(table)
         op = _OPS[kind]
         before = (key, pre) if op != OP_CREATE else None

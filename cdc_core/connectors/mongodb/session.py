@@ -197,6 +197,9 @@ class MongoSession:
         # In the reads' session: the chunk read after it waits for it (`snapshot_reads.py`).
         self._signals().insert_one({ID: signal_id, "type": kind, "data": payload}, session=self.reads.session)
 
+    def delete_watermark(self, signal_id: str, partition: str | None = None) -> None:
+        self._signals().delete_one({ID: signal_id})
+
     def read_signal(self, signal_id: str) -> Any:
         """By the signal's text (`signal_ids.py`): a string `_id`, or the Extended JSON of
         one of another type; the signal comes back named by its canonical text."""

@@ -112,6 +112,13 @@ class MongoSource:
     # ------------------------------------------------------------------ start
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
+        self._open(offset, 0)
+
+    def open_after_loss(self, lost: Mapping[str, Any]) -> None:
+        """A first start at the cluster time now, its epoch one above the lost position's."""
+        self._open(None, int(lost.get("epoch") or 0) + 1)
+
+    def _open(self, offset: Mapping[str, Any] | None, epoch: int) -> None:
         if self.signal is not None and not self._watches(self.signal):
             raise TidemarkError(
                 f"signal.data.collection {self.signal} is outside capture.scope {self.scope} ({self.target}): "
@@ -140,7 +147,7 @@ class MongoSource:
             self._start_at = Timestamp(int(position["sec"]), int(position.get("ord") or 0))
         else:
             self._start_at = self._cluster_time_now()
-            position = {"sec": self._start_at.time, "ord": self._start_at.inc, "epoch": 0}
+            position = {"sec": self._start_at.time, "ord": self._start_at.inc, "epoch": epoch}
         self.assembler = EventAssembler(self.name, position, self.signal, self.signal_schema)
         if self.config.get("mongodb.rendering") == "compiled":
             if not rendering.available():
@@ -244,8 +251,9 @@ class MongoSource:
             if exc.code in HISTORY_LOST:
                 raise PositionLostError(
                     f"the change stream cannot resume from the committed resume token ({exc.details or exc}): the "
-                    "oplog no longer holds it. Remove the connector's offsets and take a snapshot "
-                    "(snapshot.mode: initial, or an execute-snapshot signal) to start again"
+                    "oplog no longer holds it. With snapshot.mode: when_needed the streamer starts again at the "
+                    "current position and snapshots every collection; otherwise remove the connector's offsets "
+                    "and take a snapshot (snapshot.mode: initial, or an execute-snapshot signal) to start again"
                 ) from None
             raise TidemarkError(f"the change stream failed: {exc.details or exc}") from None
         except pymongo.errors.PyMongoError as exc:

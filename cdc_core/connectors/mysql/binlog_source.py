@@ -37,7 +37,7 @@ from cdc_core.connectors.mysql import ddl, server
 from cdc_core.connectors.mysql.binlog_events import BinlogEvents
 from cdc_core.connectors.mysql.decoder_process import DecoderProcess, SourceConnectionLost
 from cdc_core.connectors.mysql.position_watermarks import GtidWatermarks
-from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet
+from cdc_core.connectors.mysql.positions import MariaDbGtidState, MySqlGtidSet, binlog_file_index
 from cdc_core.connectors.mysql.source_info import source_schema
 from cdc_core.connectors.mysql.types import MySqlTypeMapper, TypeModes
 from cdc_core.errors import PositionLostError, TidemarkError
@@ -95,6 +95,16 @@ class BinlogSource(BinlogEvents):
         return self.modes.flavor
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
+        self._open(offset, None)
+
+    def open_after_loss(self, lost: Mapping[str, Any]) -> None:
+        """A first start at the server's position now. With GTIDs the epoch is carried in
+        the positions: one above the lost position's. Without them it is the binlog file's
+        number, which only orders after the lost position's if the server numbers its
+        files on from there (a RESET MASTER starts over at 1: refused)."""
+        self._open(None, lost)
+
+    def _open(self, offset: Mapping[str, Any] | None, lost: Mapping[str, Any] | None) -> None:
         ctl = self._control()
         try:
             self.info = server.inspect_server(ctl)
@@ -107,6 +117,9 @@ class BinlogSource(BinlogEvents):
             if versioned:
                 raise TidemarkError(server.versioned_refusal(versioned))
             if offset is None:
+                self.epoch = 0 if lost is None else int(lost.get("epoch") or 0) + 1
+                if lost is not None:
+                    self._check_numbering(ctl, lost)  # before the schema history starts over
                 position = self._first_start(ctl)
             else:
                 position = self._resume(ctl, offset)
@@ -283,6 +296,22 @@ class BinlogSource(BinlogEvents):
             raise self._purged(position)
         return position
 
+    def _check_numbering(self, ctl: pymysql.Connection, lost: Mapping[str, Any]) -> None:
+        """Without GTIDs, whether events from the server's position now order after the
+        lost position's (the epoch is the binlog file's number)."""
+        assert self.info is not None
+        now = server.current_position(ctl, self.info)
+        self._set_gtids(now.gtids)
+        if self._use_gtids() or not lost.get("file"):
+            return
+        if binlog_file_index(now.file) < binlog_file_index(str(lost["file"])):
+            raise TidemarkError(
+                f"cannot start again after the lost position ({self.describe(lost)}): the server's binlog files "
+                f"are numbered from {now.file} now, below the lost position's, so new events would order before "
+                "those delivered already (the order key is the file's number without GTIDs). Enable GTIDs, or "
+                "remove the connector's state and its Delta tables and start again with snapshot.mode: initial"
+            )
+
     def _use_gtids(self) -> bool:
         return self.info is not None and self.info.gtid_mode and self.gtids is not None
 
@@ -301,7 +330,8 @@ class BinlogSource(BinlogEvents):
             "binlog was purged (binlog_expire_logs_seconds / PURGE BINARY LOGS) while the connector was stopped. "
             "Events in between are lost to the log. To recover, remove this connector's state folder (offsets "
             "and schema history) and start again: capture restarts from the current position, and an "
-            "incremental snapshot re-reads the tables. Keep binlogs longer than the longest expected outage."
+            "incremental snapshot re-reads the tables; or set snapshot.mode: when_needed, and the streamer does "
+            "so itself. Keep binlogs longer than the longest expected outage."
         )
 
     def _start_stream(self, position: dict[str, Any]) -> None:

@@ -242,6 +242,23 @@ class MySqlChunkSource:
                 ) from None
             raise
 
+    def delete_watermark(self, signal_id: str, partition: str | None = None) -> None:
+        if not self.signal_table:
+            raise TidemarkError("incremental snapshots need signal.data.collection (the signal table)")
+        target = self._table_sql(TableId.parse(self.signal_table))
+        self._use(partition)
+        try:
+            with self.conn.cursor() as cur:
+                cur.execute(f"DELETE FROM {target} WHERE id = %s", (signal_id,))
+        except pymysql.err.OperationalError as exc:
+            if exc.args and exc.args[0] in (1142, 1044):
+                raise TidemarkError(
+                    f"the connector's user may not delete watermarks from {self.signal_table}: {exc.args[1]}. "
+                    "Grant DELETE on the signal table, or set incremental.snapshot.watermarking.strategy: "
+                    "insert_insert."
+                ) from None
+            raise
+
     def read_chunk_seeing(
         self, plan: ChunkPlan, lo: Key | None, hi: Key | None, position: Mapping[str, Any] | None
     ) -> list[tuple[Any, ...]]:

@@ -69,6 +69,9 @@ class MySqlConnector:
     document_patches = None  # its events carry whole rows
     properties = PROPERTIES
 
+    def initial_snapshot_done(self, position: Mapping[str, Any]) -> bool:
+        return True  # its initial snapshot is an incremental one, not in the log
+
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
         # Imported here so reading the properties (config validation) needs no driver.
         from cdc_core.connectors.mysql.binlog_source import BinlogSource

@@ -9,6 +9,7 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
+from cdc_core.config.snapshot_properties import OVERRIDES, REFUSED_MODES, overrides_properties
 from cdc_core.schema.history import SchemaHistory
 
 
@@ -17,6 +18,24 @@ def _vgtid(value: Any) -> str | None:
     if text == "current" or text.startswith("["):
         return None
     return 'expected "current" or a VGTID (a JSON array of {"keyspace", "shard", "gtid"} objects)'
+
+
+_NO_SCHEMA_ONLY = {
+    mode: "Vitess reads no schema at start (VStream describes each table with its rows): use never, which "
+    "streams from vitess.gtid"
+    for mode in ("no_data", "schema_only")
+}
+
+
+def _refuse_overrides(config: ConnectorConfig) -> str | None:
+    given = config.get(OVERRIDES) or config.family(f"{OVERRIDES}.DB.TABLE")
+    if given:
+        return (
+            "Vitess cannot filter its snapshots so: the initial snapshot is VStream's copy phase, which copies "
+            "whole tables, and blocking snapshots need one log. Filter an incremental snapshot with its "
+            "additional-conditions instead"
+        )
+    return None
 
 
 PROPERTIES: list[Property] = [
@@ -81,9 +100,19 @@ PROPERTIES: list[Property] = [
         "snapshot.mode",
         "enum",
         default="initial",
-        choices=("initial", "never"),
+        choices=("initial", "never", "initial_only", "when_needed"),
+        refused={**{m: r for m, r in REFUSED_MODES.items() if m != "never"}, **_NO_SCHEMA_ONLY},
         description="`initial`: at first start, VStream copies every table (its copy phase) and then streams; "
-        "`never`: stream from `vitess.gtid`.",
+        "`never`: stream from `vitess.gtid`; `initial_only`: the copy phase, and the streamer stops (exit 0) "
+        "once it is done and no incremental snapshot is running; `when_needed`: as `initial` at first start, "
+        "and when the committed VGTID can no longer be resumed (purged binlogs, a shard without its GTIDs) "
+        "the copy phase again from the current positions instead of failing, every shard's epoch above the "
+        "lost position's.",
+    ),
+    *overrides_properties(
+        _refuse_overrides,
+        " Vitess refuses it: its initial snapshot is VStream's copy phase, which copies whole tables, and it "
+        "has no blocking snapshots.",
     ),
     Property(
         "time.precision.mode",
@@ -120,6 +149,13 @@ class VitessConnector:
     # The copy phase of VStream takes the initial snapshot: no watermark snapshot at first start.
     initial_snapshot_in_log = True
     document_patches = None  # its events carry whole rows
+
+    def initial_snapshot_done(self, position: Mapping[str, Any]) -> bool:
+        """Past the copy phase: no table left to copy, none in progress on any shard."""
+        from cdc_core.connectors.vitess.vgtid import Vgtid
+
+        text = position.get("vgtid")
+        return bool(text) and position.get("copy") is None and not Vgtid.from_json(text).copying()
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
         from cdc_core.connectors.vitess.source import VitessSource

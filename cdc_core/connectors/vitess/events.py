@@ -83,11 +83,16 @@ class EventAssembler:
         type_names: Any,
         schema_seq: int = 0,
         copy: CopyProgress | None = None,
+        epoch_floor: int = 0,
     ) -> None:
         self.name = name
         self.keyspace = keyspace
         self.vgtid = vgtid
         self.epochs = dict(epochs)
+        # The least epoch of any transaction: after a lost VGTID (snapshot.mode
+        # when_needed), one above every epoch of the lost position, so whatever shard a
+        # key lives on now, its events order after those delivered before the loss.
+        self.epoch_floor = epoch_floor
         self.tables = dict(tables)  # the keyspace's tables as the stream last described them
         self.type_names = type_names  # query.Type number -> name
         self.schema_seq = schema_seq
@@ -112,6 +117,8 @@ class EventAssembler:
         self, vgtid: Vgtid | None = None, shard: str | None = None, copy: CopyProgress | None = None
     ) -> dict[str, Any]:
         position: dict[str, Any] = {"vgtid": (vgtid or self.vgtid).to_json(), "epochs": dict(self.epochs)}
+        if self.epoch_floor:
+            position["epoch_floor"] = self.epoch_floor
         if shard is not None:
             position["shard"] = shard
         copy = copy or self.copy
@@ -194,6 +201,8 @@ class EventAssembler:
                 self.copy = None
                 self.copy_completed = True
                 log.info("VStream copy phase completed on every shard")
+                if self._txn is None:  # the position past the copy, committed even if nothing follows
+                    return [PositionAdvance(self.position(), int(time.time() * 1000))]
             return []
         return []  # HEARTBEAT, VERSION, LASTPK, SAVEPOINT, GTID: nothing moves for the pipeline
 
@@ -260,6 +269,7 @@ class EventAssembler:
             epoch = next_epoch(self.epochs[shard], previous, entry.gtid)
         else:  # new to the stream (a reshard, a merge back to a retired name): after every shard it overlaps
             epoch = inherited_epoch(shard, self.epochs)
+        epoch = max(epoch, self.epoch_floor)
         restart = self.position(txn.before, shard, txn.copy)
         # (Shards a reshard replaced keep their epochs: each new shard inherits from them
         # at its own first transaction, which may come long after its sibling's.)

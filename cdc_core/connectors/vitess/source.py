@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.config.snapshot_properties import SNAPSHOT_AT_FIRST_START
 from cdc_core.connectors.vitess import source_info
 from cdc_core.connectors.vitess.copy_progress import CopyProgress
 from cdc_core.connectors.vitess.delivery_order import DeliveryOrder, Entry
@@ -96,12 +97,23 @@ class VitessSource:
     # ------------------------------------------------------------------ start
 
     def open(self, offset: Mapping[str, Any] | None) -> None:
+        self._open(offset, 0)
+
+    def open_after_loss(self, lost: Mapping[str, Any]) -> None:
+        """A first start (the copy phase), every shard's epoch above those of the lost
+        position (`EventAssembler.epoch_floor`)."""
+        epochs = [int(e) for e in (lost.get("epochs") or {}).values()]
+        floor = max([*epochs, int(lost.get("epoch_floor", 0))], default=0) + 1
+        self._open(None, floor)
+
+    def _open(self, offset: Mapping[str, Any] | None, epoch_floor: int) -> None:
         pb = stubs()
         tables = self._schemas_now()
         if offset is not None:
             position = offset["source"]
             vgtid = Vgtid.from_json(position["vgtid"])
             epochs = {k: int(v) for k, v in position.get("epochs", {}).items()}
+            epoch_floor = int(position.get("epoch_floor", 0))
             if offset.get("in_txn") and position.get("shard"):
                 self._first_shard = position["shard"]
             schema_seq = int(offset.get("schema_seq", 0))
@@ -116,11 +128,11 @@ class VitessSource:
         self._channel = open_channel(self.settings)
         type_names = pb.query.Type.Name
         self.assembler = EventAssembler(
-            self.name, self.keyspace, vgtid, epochs, tables, type_names, schema_seq, copy
+            self.name, self.keyspace, vgtid, epochs, tables, type_names, schema_seq, copy, epoch_floor
         )
 
     def _start_vgtid(self) -> Vgtid:
-        if self.config.get("snapshot.mode") == "initial":
+        if self.config.get("snapshot.mode") in SNAPSHOT_AT_FIRST_START:
             return for_keyspace(self.keyspace, self.configured_shards, COPY)
         start = self.config.get("vitess.gtid")
         if start == CURRENT:

@@ -162,8 +162,9 @@ def vstream_error(exc: grpc.RpcError, target: str) -> TidemarkError:
     if text and ("purged" in text or "errno 1236" in text):
         return PositionLostError(
             f"{where}: a shard no longer has the binlog position to resume from ({text}). The changes in "
-            "between are lost to streaming: remove the connector's offsets and start again with "
-            "snapshot.mode=initial (or take an incremental snapshot)"
+            "between are lost to streaming: with snapshot.mode=when_needed the streamer copies the tables again "
+            "and streams on; otherwise remove the connector's offsets and start again with snapshot.mode=initial "
+            "(or take an incremental snapshot)"
         )
     if text and "GTIDSet Mismatch" in text:
         return PositionLostError(

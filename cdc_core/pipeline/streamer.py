@@ -28,6 +28,7 @@ from cdc_core.errors import SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import Record
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
+from cdc_core.pipeline.skipped_events import SkippedEvents
 from cdc_core.pipeline.snapshot_setup import signal_channels, snapshot_stage
 from cdc_core.pipeline.state import Lease, StateLayout, open_offset_store, open_sink
 from cdc_core.schema.history import SchemaHistory
@@ -60,6 +61,7 @@ class Streamer:
         self.committed: dict[str, Any] | None = None
         self.source: Source | None = None  # the open reader session's
         self.events_total = 0
+        self.skipped = SkippedEvents.carried_from(self.layout.status)
         self.exit_reason = ""
 
     # ------------------------------------------------------------------ lifecycle
@@ -156,6 +158,7 @@ class Streamer:
         """One reader session. True: stopped cleanly; False: could not deliver everything;
         _Failure: the reader or the sink failed (after committing what was acknowledged)."""
         dispatcher = Dispatcher(self.config, source, self.tracker, resume=self.committed)
+        dispatcher.on_skipped = self.skipped.add
         self.dispatcher = dispatcher
         stage = snapshot_stage(self.config, source, self.committed, self.layout)
         self.stage = stage
@@ -342,6 +345,7 @@ class Streamer:
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "events_total": self.events_total,
             "per_table": dict(stats.per_table) if stats else {},
+            "skipped_events": self.skipped.as_json(),
             "committed": self.committed,
             "snapshots": stage.progress() if (stage := getattr(self, "stage", None)) is not None else None,
             **extra,

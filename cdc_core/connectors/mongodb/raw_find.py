@@ -20,9 +20,12 @@ from cdc_core.connectors.mongodb import rendering
 from cdc_core.connectors.mongodb.shape import ID
 
 
-def find_documents(collection: Any, spec: dict[str, Any], batch_size: int = 0) -> tuple[list[str], list[str]]:
+def find_documents(
+    collection: Any, spec: dict[str, Any], batch_size: int = 0, failure_mode: str = "fail"
+) -> tuple[list[str], list[str]]:
     """The `_id`s and documents matching `spec`, in `_id` order, as `reply_documents`
-    renders them. `batch_size` 0: the server's own batches (16 MiB at most)."""
+    renders them (a document it cannot read as `failure_mode` says). `batch_size` 0: the
+    server's own batches (16 MiB at most)."""
     import pymongo.errors
     from bson import Int64
     from bson.raw_bson import RawBSONDocument
@@ -47,7 +50,9 @@ def find_documents(collection: Any, spec: dict[str, Any], batch_size: int = 0) -
                 reply = database.command(
                     command, codec_options=raw, session=session, read_preference=ReadPreference.PRIMARY
                 )
-                batch_ids, batch_texts, cursor = rendering.reply_documents(reply.raw, codec)
+                batch_ids, batch_texts, cursor = rendering.reply_documents(
+                    reply.raw, codec, failure_mode, f"{database.name}.{name}"
+                )
                 ids += batch_ids
                 texts += batch_texts
                 if not cursor:

@@ -84,6 +84,7 @@ class MongoSession:
         ping(self.client, self.where)
         signal = config.get("signal.data.collection")
         self.signal = TableId.parse(signal) if signal else None
+        self.failure_mode = config.get("event.processing.failure.handling.mode")
         self._unknown: frozenset[str] | None = None
 
     def close(self) -> None:
@@ -151,7 +152,23 @@ class MongoSession:
         return chained_boundaries(self, plan, size)
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
-        return [(doc[ID], doc) for doc in self._find(plan, lo, hi)]
+        """The window's documents as their BSON (`RawValue`s of `_id` and document), read
+        as the Java driver reads them (`bson_text.py`): pymongo never decodes them, so a
+        value it cannot hold (a date past year 9999) reads as any other. A document that
+        cannot be read follows event.processing.failure.handling.mode."""
+        from bson.codec_options import CodecOptions
+        from bson.raw_bson import RawBSONDocument
+
+        from cdc_core.connectors.mongodb.rendering import readable_document
+
+        collection = self._collection(plan)
+        raw = collection.with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
+        rows = []
+        for doc in raw.find(self._spec(collection, plan, lo, hi)).sort(ID, 1):
+            found = readable_document(bytes(doc.raw), str(plan.table.id), self.failure_mode)
+            if found is not None:
+                rows.append(found)
+        return rows
 
     def read_chunk_events(
         self, plan: ChunkPlan, lo: Key | None, hi: Key | None
@@ -165,7 +182,9 @@ class MongoSession:
         if not rendering.available():
             return None
         collection = self._collection(plan)
-        ids, texts = find_documents(collection, self._spec(collection, plan, lo, hi))
+        ids, texts = find_documents(
+            collection, self._spec(collection, plan, lo, hi), failure_mode=self.failure_mode
+        )
         return {ID: ids, DOCUMENT: texts}
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:

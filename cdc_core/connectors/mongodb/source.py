@@ -128,7 +128,16 @@ class MongoSource:
         else:
             self._start_at = self._cluster_time_now()
             position = {"sec": self._start_at.time, "ord": self._start_at.inc, "epoch": 0}
-        self.assembler = EventAssembler(self.name, position, self.signal, self.signal_schema)
+        self.assembler = EventAssembler(
+            self.name,
+            position,
+            self.signal,
+            self.signal_schema,
+            failure_mode=self.config.get("event.processing.failure.handling.mode"),
+        )
+        # Changes are read as raw BSON on either path: pymongo never decodes a document
+        # (one it cannot hold would stop the stream before the connector sees it).
+        self.stream_client = client_for(self.config, raw=True)
         if self.config.get("mongodb.rendering") == "compiled":
             if not rendering.available():
                 raise TidemarkError(
@@ -136,10 +145,7 @@ class MongoSource:
                     "(it builds cdc_core/connectors/mongodb/transcoder with cargo), or set mongodb.rendering: python"
                 )
             blocks = bool(self.config.get("provide.transaction.metadata"))
-            self.renderer = rendering.Renderer(self.assembler, self.client.codec_options, blocks)
-            self.stream_client = client_for(self.config, raw=True)
-        else:
-            self.stream_client = self.client
+            self.renderer = rendering.Renderer(self.assembler, blocks=blocks)
 
     def _cluster_time_now(self) -> Any:
         """Where a first start begins: just after the deployment's operation time (a

@@ -4,17 +4,22 @@
 //!
 //! `render` goes through a run of raw change events and stops at the first one it does not
 //! render: a multi-document transaction's event, the signal collection's, a drop or any
-//! other kind, a value of a type it does not know. The Python path takes that one, so
-//! what is rendered here is only ever what the Python path would have written.
+//! other kind, malformed BSON. Every value MongoDB stores is rendered here as the Java
+//! driver writes it (`bson.rs`, `text.rs`, `java.rs`), as the Python path does
+//! (`bson_text.py`). The Python path takes the event this stops at, so what is rendered
+//! here is only ever what the Python path would have written.
 
 mod bson;
+mod java;
+mod legacy;
 mod text;
 
-use bson::{elements, fields, get, Value};
+use bson::{elements, fields, fields_checked, get, items, Value};
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
-use text::{document, members, number, string, value, Mode};
+use text::{document, java_string, members, number, string, value, Mode};
 
 /// What every record of a run shares.
 struct Context<'a> {
@@ -61,7 +66,7 @@ fn json_text(out: &mut Vec<u8>, doc: Option<&[u8]>) -> Option<()> {
 
 fn field_str<'a>(doc: &'a [u8], name: &str) -> Option<Option<&'a str>> {
     match get(&fields(doc)?, name) {
-        Some(Value::Str(s)) => Some(Some(s)),
+        Some(found @ Value::Str(_)) => Some(Some(found.utf8()?)),
         _ => Some(None),
     }
 }
@@ -73,17 +78,17 @@ fn list_or_null(
     found: Option<Value>,
     mut item: impl FnMut(&mut Vec<u8>, Value) -> Option<()>,
 ) -> Option<()> {
-    let items = match found {
+    let members = match found {
         None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => fields(items)?,
+        Some(Value::Array(array)) => items(array)?,
         _ => return None,
     };
-    if items.is_empty() {
+    if members.is_empty() {
         out.extend_from_slice(b"null");
         return Some(());
     }
     out.push(b'[');
-    for (i, (_, v)) in items.into_iter().enumerate() {
+    for (i, v) in members.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -100,7 +105,7 @@ fn update_description(out: &mut Vec<u8>, described: &[u8]) -> Option<()> {
     out.extend_from_slice(b"{\"removedFields\":");
     list_or_null(out, get(&parts, "removedFields"), |out, item| {
         let Value::Str(s) = item else { return None };
-        string(out, s.as_bytes());
+        java_string(out, s);
         Some(())
     })?;
     out.extend_from_slice(b",\"updatedFields\":");
@@ -126,7 +131,7 @@ fn update_description(out: &mut Vec<u8>, described: &[u8]) -> Option<()> {
             _ => return None,
         };
         out.extend_from_slice(b"{\"field\":");
-        string(out, name.as_bytes());
+        java_string(out, name);
         out.extend_from_slice(b",\"size\":");
         number(out, size);
         out.push(b'}');
@@ -144,9 +149,7 @@ fn row<'a>(
     last_rank: u64,
 ) -> Option<(Row<'a>, i64, u64)> {
     let event = fields(raw)?;
-    let Value::Str(kind) = get(&event, "operationType")? else {
-        return None;
-    };
+    let kind = get(&event, "operationType")?.utf8()?;
     let op = match kind {
         "insert" => "c",
         "update" | "replace" => "u",
@@ -168,7 +171,7 @@ fn row<'a>(
     };
     let token_fields = fields(token)?;
     let token = match token_fields.as_slice() {
-        [("_data", Value::Str(data))] => *data,
+        [(name, data @ Value::Str(_))] if name == "_data" => data.utf8()?,
         _ => return None,
     };
     let (db, coll) = match get(&event, "ns") {
@@ -188,24 +191,16 @@ fn row<'a>(
     };
     let full = opt_doc(get(&event, "fullDocument"))?;
     let pre = opt_doc(get(&event, "fullDocumentBeforeChange"))?;
+    // The document's `_id` (null too: a collection may hold one document whose `_id` is
+    // null): from `documentKey`, else from the document.
     let mut key_value = match get(&event, "documentKey") {
         None | Some(Value::Null) => None,
-        Some(Value::Document(k)) => {
-            // `documentKey` is read as a whole by pymongo: all of it must be readable.
-            let members = fields(k)?;
-            match get(&members, "_id") {
-                None | Some(Value::Null) => None,
-                found => found,
-            }
-        }
+        Some(Value::Document(k)) => get(&fields(k)?, "_id"),
         _ => return None,
     };
     if key_value.is_none() {
         if let Some(doc) = full {
-            key_value = match get(&fields(doc)?, "_id") {
-                None | Some(Value::Null) => None,
-                found => found,
-            };
+            key_value = get(&fields(doc)?, "_id");
         }
     }
     let key_value = key_value?;
@@ -297,7 +292,8 @@ fn row<'a>(
     ))
 }
 
-/// Renders `events[start:]` until the first event left to the Python path.
+/// Renders `events[start:]` (each `bytes` or any buffer) until the first event left to
+/// the Python path.
 ///
 /// Returns the rendered events in runs of one collection each, in log order: `(db,
 /// collection, rows, ts_ms, token, sec, inc, epoch)` with `rows` their `(op, key,
@@ -307,7 +303,7 @@ fn row<'a>(
 #[pyfunction]
 #[pyo3(signature = (events, start, name, version, signal, watched, now_ns, epoch, last_rank, blocks))]
 #[allow(clippy::too_many_arguments)]
-fn render<'py>(
+fn render_changes<'py>(
     py: Python<'py>,
     events: &Bound<'py, PyList>,
     start: usize,
@@ -333,8 +329,8 @@ fn render<'py>(
     let mut current: Option<(String, String, i64, String, u32, u32, i64)> = None;
     for index in start..events.len() {
         let item = events.get_item(index)?;
-        let raw: &[u8] = item.extract()?;
-        let Some((r, next_epoch, rank)) = row(raw, &ctx, epoch, last_rank) else {
+        let buffer = Buffer::of(&item)?;
+        let Some((r, next_epoch, rank)) = row(buffer.bytes(), &ctx, epoch, last_rank) else {
             break;
         };
         epoch = next_epoch;
@@ -363,13 +359,47 @@ fn render<'py>(
     Ok(runs)
 }
 
+/// The bytes of a Python object with the buffer protocol (`bytes`, or the `memoryview`
+/// pymongo gives for a document of 4 KiB or more).
+enum Buffer<'py> {
+    Bytes(Bound<'py, PyBytes>),
+    View(PyBuffer<u8>),
+}
+
+impl<'py> Buffer<'py> {
+    fn of(object: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(bytes) = object.cast::<PyBytes>() {
+            return Ok(Buffer::Bytes(bytes.clone()));
+        }
+        let view = PyBuffer::<u8>::get(object)?;
+        if !view.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "a change event's buffer that is not contiguous",
+            ));
+        }
+        Ok(Buffer::View(view))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Buffer::Bytes(bytes) => bytes.as_bytes(),
+            // SAFETY: a contiguous buffer of `len_bytes` bytes, held (and so kept alive and
+            // unmoved) while `self` lives; read only.
+            Buffer::View(view) => unsafe {
+                std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes())
+            },
+        }
+    }
+}
+
 /// The key's relaxed text and the document's strict text of one document.
 fn document_texts(doc: &[u8]) -> Option<(String, String)> {
-    let found = fields(doc)?;
-    let id = match get(&found, "_id") {
-        None | Some(Value::Null) => return None,
-        Some(v) => v,
-    };
+    let mut scratch = Vec::new();
+    let found = fields_checked(doc, |replaced| {
+        scratch.clear();
+        value(&mut scratch, replaced, Mode::Strict, b",")
+    })?;
+    let id = get(&found, "_id")?; // (null is an `_id` too)
     let mut key = Vec::with_capacity(32);
     value(&mut key, id, Mode::Relaxed, b",")?;
     let mut text = Vec::with_capacity(doc.len() * 2);
@@ -388,15 +418,18 @@ fn malformed(what: &str) -> PyErr {
 /// bytes)` in `left`, for the Python path. The reply is read as it came off the wire:
 /// pymongo's raw batches made an object of each document to join them back together.
 #[pyfunction]
-fn render_reply<'py>(
+#[allow(clippy::type_complexity)]
+fn render_find_reply<'py>(
     py: Python<'py>,
-    reply: &[u8],
+    reply: &Bound<'py, PyAny>,
 ) -> PyResult<(
     Bound<'py, PyList>,
     Bound<'py, PyList>,
     Bound<'py, PyList>,
     i64,
 )> {
+    let buffer = Buffer::of(reply)?;
+    let reply = buffer.bytes();
     let top = fields(reply).ok_or_else(|| malformed("not a document of known types"))?;
     let Some(Value::Document(cursor)) = get(&top, "cursor") else {
         return Err(malformed("no cursor"));
@@ -439,7 +472,9 @@ fn render_reply<'py>(
 
 #[pymodule]
 fn tidemark_mongodb_transcoder(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(render, m)?)?;
-    m.add_function(wrap_pyfunction!(render_reply, m)?)?;
+    m.add_function(wrap_pyfunction!(render_changes, m)?)?;
+    m.add_function(wrap_pyfunction!(render_find_reply, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy::render, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy::render_reply, m)?)?;
     Ok(())
 }

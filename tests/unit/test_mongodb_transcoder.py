@@ -36,6 +36,7 @@ from cdc_core.config.connector_config import load_config
 from cdc_core.connectors.mongodb import rendering
 from cdc_core.connectors.mongodb.connector import PROPERTIES
 from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.field_rules import FieldRules
 from cdc_core.connectors.mongodb.source import MongoSource
 from cdc_core.events.envelope import CONTEXT_HEADERS
 from cdc_core.pipeline.ack_tracker import AckTracker
@@ -81,7 +82,8 @@ def source(tmp_path: Path, extra: str = "") -> MongoSource:
 
 def assembler_of(src: MongoSource) -> EventAssembler:
     mode = src.config.get("event.processing.failure.handling.mode")
-    return EventAssembler("tm", None, src.signal, src.signal_schema, failure_mode=mode)
+    rules = FieldRules.of(src.config)
+    return EventAssembler("tm", None, src.signal, src.signal_schema, failure_mode=mode, field_rules=rules)
 
 
 def through_python(src: MongoSource, raws: list[Any]) -> tuple[list[Any], dict[str, Any]]:

@@ -24,6 +24,12 @@ from cdc_core.connectors.mongodb.bson_text import (
     elements,
     value_of,
 )
+from cdc_core.connectors.mongodb.field_rules import (
+    FieldPath,
+    apply_to_change,
+    apply_to_document,
+    apply_to_name,
+)
 
 # How an event's own fields are decoded: its documents stay BSON (`RawBSONDocument`), a
 # date of any year reads (DatetimeMS past pymongo's range), whatever the connection asks.
@@ -63,26 +69,39 @@ def readable_key(event: Mapping[str, Any]) -> str | None:
         return None
 
 
-def update_description(described: bytes) -> dict[str, Any]:
+def update_description(described: bytes, paths: tuple[FieldPath, ...] = ()) -> dict[str, Any]:
     """`updateDescription` as the record holds it: removed fields (null when none),
-    updated fields as relaxed text with `, ` between members, truncated arrays."""
+    updated fields as relaxed text with `, ` between members, truncated arrays; the
+    collection's field.exclude.list / field.renames rules (`paths`) applied."""
     parts = dict(elements(described))
-    names = [_member(name, 0x02, "removedFields").string() for name in _items(parts.get("removedFields"))]
+    names = []
+    for item in _items(parts.get("removedFields")):
+        name = apply_to_name(_member(item, 0x02, "removedFields").string(), paths)
+        if name is not None:
+            names.append(name)
     sizes = []
     for item in _items(parts.get("truncatedArrays")):
         member = dict(elements(_member(item, 0x03, "truncatedArrays").data))
         size = member.get("newSize")
         if size is None or size.kind not in (0x10, 0x12):
             raise MalformedBson("truncatedArrays holds a member without its size")
-        sizes.append(
-            {"field": _member(member.get("field"), 0x02, "truncatedArrays").string(), "size": size.integer()}
-        )
+        name = apply_to_name(_member(member.get("field"), 0x02, "truncatedArrays").string(), paths)
+        if name is not None:
+            sizes.append({"field": name, "size": size.integer()})
     updated = parts.get("updatedFields")
     if updated is None or updated.kind == 0x0A:
         text = "{}"
     else:
-        text = document_text(_member(updated, 0x03, "updatedFields").data, RELAXED, ", ")
+        data = _member(updated, 0x03, "updatedFields").data
+        text = document_text(apply_to_change(data, paths) if paths else data, RELAXED, ", ")
     return {"removedFields": names or None, "updatedFields": text, "truncatedArrays": sizes or None}
+
+
+def shaped(document: RawValue | None, paths: tuple[FieldPath, ...]) -> RawValue | None:
+    """A document with the collection's field rules applied (itself when none)."""
+    if document is None or not paths:
+        return document
+    return RawValue(0x03, apply_to_document(document.data, paths))
 
 
 def _items(value: RawValue | None) -> list[RawValue]:

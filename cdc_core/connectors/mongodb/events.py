@@ -40,9 +40,11 @@ from cdc_core.connectors.mongodb.change_documents import (
     envelope,
     key_of,
     readable_key,
+    shaped,
     update_description,
 )
 from cdc_core.connectors.mongodb.ext_json import millis_of, relaxed, strict
+from cdc_core.connectors.mongodb.field_rules import FieldRules
 from cdc_core.connectors.mongodb.shape import collection_schema
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
 from cdc_core.errors import TidemarkError
@@ -144,9 +146,12 @@ class EventAssembler:
         signal_schema: TableSchema,
         schemas: dict[TableId, TableSchema] | None = None,
         failure_mode: str = "fail",
+        field_rules: FieldRules | None = None,
     ) -> None:
         self.name = name
         self.failure_mode = failure_mode  # event.processing.failure.handling.mode
+        self.field_rules = field_rules  # field.exclude.list, field.renames
+        self.last_table: TableId | None = None  # the collection of the last event fed
         self.position = dict(position or {})
         self.signal, self.signal_schema = signal, signal_schema
         self._txn: str | None = None  # id of the open multi-document transaction
@@ -213,6 +218,7 @@ class EventAssembler:
     def _feed(self, event: dict[str, Any], watched: TableId | None) -> list[LogItem]:
         """`event`: its own fields decoded (`ENVELOPE`), its documents `RawBSONDocument`s."""
         kind = event.get("operationType")
+        self.last_table = _table(event, watched)
         cluster = event.get("clusterTime")
         sec, inc = (cluster.time, cluster.inc) if cluster is not None else (0, 0)
         token = (
@@ -311,16 +317,17 @@ class EventAssembler:
             return RowChange(self.signal_schema, OP_CREATE, None, values, source, ts_ms)
         schema = self.schema(table)
         op = _OPS[kind]
-        before = (key, pre) if op != OP_CREATE else None
-        after = None if op == OP_DELETE else (key, full)
+        paths = self.field_rules.of_table(table) if self.field_rules is not None else ()
+        before = (key, shaped(pre, paths)) if op != OP_CREATE else None
+        after = None if op == OP_DELETE else (key, shaped(full, paths))
         key.text(RELAXED)  # each text written now: a value that cannot be is this event's
-        for image in (pre if op != OP_CREATE else None, full if op != OP_DELETE else None):
-            if image is not None:
-                image.text(STRICT)
+        for image in (before, after):
+            if image is not None and image[1] is not None:
+                image[1].text(STRICT)
         extra = None
         described = event.get("updateDescription")
         if kind == "update" and isinstance(described, RawBSONDocument):
-            extra = {"updateDescription": update_description(bytes(described.raw))}
+            extra = {"updateDescription": update_description(bytes(described.raw), paths)}
         return RowChange(schema, op, before, after, source, ts_ms, extra=extra)
 
     def _cannot_render(

@@ -21,11 +21,15 @@ from cdc_core.connectors.mongodb.shape import ID
 
 
 def find_documents(
-    collection: Any, spec: dict[str, Any], batch_size: int = 0, failure_mode: str = "fail"
+    collection: Any,
+    spec: dict[str, Any],
+    batch_size: int = 0,
+    failure_mode: str = "fail",
+    paths: tuple[Any, ...] = (),
 ) -> tuple[list[str], list[str]]:
     """The `_id`s and documents matching `spec`, in `_id` order, as `reply_documents`
-    renders them (a document it cannot read as `failure_mode` says). `batch_size` 0: the
-    server's own batches (16 MiB at most)."""
+    renders them (a document it cannot read as `failure_mode` says; `paths`: the
+    collection's field rules). `batch_size` 0: the server's own batches (16 MiB at most)."""
     import pymongo.errors
     from bson import Int64
     from bson.raw_bson import RawBSONDocument
@@ -51,7 +55,7 @@ def find_documents(
                     command, codec_options=raw, session=session, read_preference=ReadPreference.PRIMARY
                 )
                 batch_ids, batch_texts, cursor = rendering.reply_documents(
-                    reply.raw, codec, failure_mode, f"{database.name}.{name}"
+                    reply.raw, codec, failure_mode, f"{database.name}.{name}", paths
                 )
                 ids += batch_ids
                 texts += batch_texts

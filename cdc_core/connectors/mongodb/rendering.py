@@ -31,16 +31,18 @@ from cdc_core.connectors.mongodb.bson_text import (
     value_of,
 )
 from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.field_rules import FieldPath, apply_to_document
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
 from cdc_core.errors import TidemarkError
 from cdc_core.schema.model import TableId
 from cdc_core.source import LogItem, RenderedChanges
 
 try:
+    from tidemark_mongodb_transcoder import FieldRules as CompiledRules
     from tidemark_mongodb_transcoder import render_changes as render
     from tidemark_mongodb_transcoder import render_find_reply as render_reply
 except ImportError:  # not built, or built before every type was rendered: `make install`
-    render = render_reply = None
+    render = render_reply = CompiledRules = None
 
 
 log = logging.getLogger("tidemark.mongodb")
@@ -58,7 +60,13 @@ class Renderer:
             raise RuntimeError("the MongoDB transcoder is not built: run `make install`")
         self.assembler = assembler
         del codec  # (events are read from their BSON, whatever the connection's options)
-        self.blocks = blocks  # `provide.transaction.metadata`: each change's transaction block
+        self.blocks = blocks
+        # field.exclude.list / field.renames of each collection the Python side has met;
+        # the compiled renderer leaves an event of a collection not in it to the Python
+        # path, which matches the collection's namespace and adds its rules here.
+        self._rules = (
+            None if assembler.field_rules is None else CompiledRules()
+        )  # `provide.transaction.metadata`: each change's transaction block
         signal = assembler.signal
         self._signal = (signal.database, signal.table) if signal is not None else ("", "")
 
@@ -73,6 +81,7 @@ class Renderer:
                 if index >= len(raws):
                     break
             out += assembler.feed_raw(raws[index], watched)
+            self._know(assembler.last_table)
             index += 1
         return out
 
@@ -91,6 +100,7 @@ class Renderer:
             assembler.epoch,
             assembler.last_rank,
             self.blocks,
+            **({} if self._rules is None else {"field_rules": self._rules}),
         )
         index = start
         for db, coll, rows, ts_ms, token, sec, inc, epoch in runs:
@@ -103,6 +113,13 @@ class Renderer:
             assembler.moved_to(after)
         return index
 
+    def _know(self, table: TableId | None) -> None:
+        rules = self.assembler.field_rules
+        if self._rules is None or rules is None or table is None:
+            return
+        if (table.database, table.table) not in self._rules:
+            self._rules.add(table.database, table.table, [p.as_tuple() for p in rules.of_table(table)])
+
     def _replay(
         self, raws: list[bytes | memoryview], position: dict[str, Any], watched: TableId | None
     ) -> Any:
@@ -111,7 +128,13 @@ class Renderer:
 
         def expand() -> list[LogItem]:
             again = EventAssembler(
-                main.name, position, main.signal, main.signal_schema, main.known_schemas, main.failure_mode
+                main.name,
+                position,
+                main.signal,
+                main.signal_schema,
+                main.known_schemas,
+                main.failure_mode,
+                main.field_rules,
             )
             items: list[LogItem] = []
             for raw in raws:
@@ -122,19 +145,27 @@ class Renderer:
 
 
 def reply_documents(
-    reply: bytes | memoryview, codec: Any = None, failure_mode: str = "fail", where: str = "a collection"
+    reply: bytes | memoryview,
+    codec: Any = None,
+    failure_mode: str = "fail",
+    where: str = "a collection",
+    paths: tuple[FieldPath, ...] = (),
 ) -> tuple[list[str], list[str], int]:
     """The `_id`s (relaxed Extended JSON) and documents (strict) of one raw `find` or
     `getMore` reply, as the Python path writes them, and the reply's cursor id: rendered
     by the transcoder, or, for a document it leaves (malformed BSON), by `bson_text.py`.
     A document neither can read follows `failure_mode` (event.processing.failure.handling
     .mode): `fail` stops naming it by its `_id` (never its contents), `warn`/`skip` leave
-    it out of the window (logged with warn)."""
+    it out of the window (logged with warn). `paths`: the collection's field.exclude.list
+    / field.renames rules, applied to the documents."""
     del codec
-    ids, texts, left, cursor = render_reply(reply)
+    if paths:
+        ids, texts, left, cursor = render_reply(reply, [p.as_tuple() for p in paths])
+    else:
+        ids, texts, left, cursor = render_reply(reply)
     unreadable = set()
     for index, raw in left:
-        found = readable_document(raw, where, failure_mode)
+        found = readable_document(raw, where, failure_mode, paths)
         if found is None:
             unreadable.add(index)
         else:
@@ -145,11 +176,14 @@ def reply_documents(
     return ids, texts, cursor
 
 
-def readable_document(raw: bytes, where: str, failure_mode: str) -> tuple[RawValue, RawValue] | None:
-    """A snapshot's document as its `_id` and itself, both read (`bson_text.py`); None
-    when it cannot be read and `failure_mode` leaves it out."""
-    document = document_value(raw)
+def readable_document(
+    raw: bytes, where: str, failure_mode: str, paths: tuple[FieldPath, ...] = ()
+) -> tuple[RawValue, RawValue] | None:
+    """A snapshot's document as its `_id` and itself (`paths`, its collection's field
+    rules, applied), both read (`bson_text.py`); None when it cannot be read and
+    `failure_mode` leaves it out."""
     try:
+        document = document_value(apply_to_document(raw, paths) if paths else raw)
         key = value_of(raw, "_id")
         if key is None:
             raise MalformedBson("a document without its _id")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.mongodb.field_rules import FieldPath, FieldRules
 from cdc_core.connectors.mongodb.filters import DEPRECATED, chunk_filter
 from cdc_core.connectors.mongodb.shape import DOCUMENT, ID, MongoTypeMapper, collection_schema
 from cdc_core.errors import SourceUnavailableError, TidemarkError
@@ -85,6 +86,7 @@ class MongoSession:
         signal = config.get("signal.data.collection")
         self.signal = TableId.parse(signal) if signal else None
         self.failure_mode = config.get("event.processing.failure.handling.mode")
+        self.field_rules = FieldRules.of(config)  # field.exclude.list, field.renames
         self._unknown: frozenset[str] | None = None
 
     def close(self) -> None:
@@ -165,7 +167,9 @@ class MongoSession:
         raw = collection.with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
         rows = []
         for doc in raw.find(self._spec(collection, plan, lo, hi)).sort(ID, 1):
-            found = readable_document(bytes(doc.raw), str(plan.table.id), self.failure_mode)
+            found = readable_document(
+                bytes(doc.raw), str(plan.table.id), self.failure_mode, self._paths(plan)
+            )
             if found is not None:
                 rows.append(found)
         return rows
@@ -183,9 +187,15 @@ class MongoSession:
             return None
         collection = self._collection(plan)
         ids, texts = find_documents(
-            collection, self._spec(collection, plan, lo, hi), failure_mode=self.failure_mode
+            collection,
+            self._spec(collection, plan, lo, hi),
+            failure_mode=self.failure_mode,
+            paths=self._paths(plan),
         )
         return {ID: ids, DOCUMENT: texts}
+
+    def _paths(self, plan: ChunkPlan) -> tuple[FieldPath, ...]:
+        return () if self.field_rules is None else self.field_rules.of_table(plan.table.id)
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:
         return False  # `_id`s of any BSON type: Python does not order them as MongoDB does

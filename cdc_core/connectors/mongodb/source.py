@@ -20,6 +20,7 @@ from typing import Any
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.mongodb import events, rendering
 from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.field_rules import FieldRules
 from cdc_core.connectors.mongodb.rendering import Renderer
 from cdc_core.connectors.mongodb.session import MongoSession, client_for, hosts_of, list_collections, ping
 from cdc_core.connectors.mongodb.shape import DocumentShaper, MongoTypeMapper, collection_schema
@@ -134,6 +135,7 @@ class MongoSource:
             self.signal,
             self.signal_schema,
             failure_mode=self.config.get("event.processing.failure.handling.mode"),
+            field_rules=FieldRules.of(self.config),
         )
         # Changes are read as raw BSON on either path: pymongo never decodes a document
         # (one it cannot hold would stop the stream before the connector sees it).

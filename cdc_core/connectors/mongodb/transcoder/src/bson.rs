@@ -93,7 +93,8 @@ fn cstring(b: &[u8], at: usize, end: usize) -> Option<(&[u8], usize)> {
 pub struct Elements<'a> {
     b: &'a [u8],
     at: usize,
-    stop: usize, // the terminating zero
+    stop: usize,              // the terminating zero
+    last: (u8, usize, usize), // the last value's type and bytes
 }
 
 pub fn elements(doc: &[u8]) -> Option<Elements<'_>> {
@@ -105,6 +106,7 @@ pub fn elements(doc: &[u8]) -> Option<Elements<'_>> {
         b: doc,
         at: 4,
         stop: doc.len() - 1,
+        last: (0, 0, 0),
     })
 }
 
@@ -127,6 +129,7 @@ impl<'a> Elements<'a> {
         }
         let kind = *b.get(self.at)?;
         let (name, mut at) = cstring(b, self.at + 1, stop)?;
+        let start = at;
         let fixed = |at: usize, n: usize| if at + n <= stop { Some(()) } else { None };
         let value = match kind {
             0x01 => {
@@ -247,7 +250,14 @@ impl<'a> Elements<'a> {
             _ => return None,
         };
         self.at = at;
+        self.last = (kind, start, at);
         Some(Some((name, value)))
+    }
+
+    /// The type byte and bytes of the value `next_element` returned last.
+    pub fn last_raw(&self) -> (u8, &'a [u8]) {
+        let (kind, start, end) = self.last;
+        (kind, &self.b[start..end])
     }
 }
 

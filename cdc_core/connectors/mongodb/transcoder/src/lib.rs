@@ -12,14 +12,17 @@
 mod bson;
 mod java;
 mod legacy;
+mod rules;
 mod text;
 
 use bson::{elements, fields, fields_checked, get, items, Value};
+use java::text_of;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
-use text::{document, java_string, members, number, string, value, Mode};
+use rules::{apply_to_change, apply_to_document, apply_to_name, paths_of, FieldRules, Paths};
+use text::{document, members, number, string, value, Mode};
 
 /// What every record of a run shares.
 struct Context<'a> {
@@ -29,6 +32,7 @@ struct Context<'a> {
     watched: Option<(&'a str, &'a str)>,
     now_ms: i64,
     blocks: bool,
+    rules: Option<&'a FieldRules>, // field.exclude.list / field.renames, by collection
 }
 
 /// One rendered event.
@@ -52,12 +56,17 @@ fn opt_doc<'a>(v: Option<Value<'a>>) -> Option<Option<&'a [u8]>> {
     }
 }
 
-fn json_text(out: &mut Vec<u8>, doc: Option<&[u8]>) -> Option<()> {
+/// A document as its strict text in a JSON string (null when none), `paths` applied.
+fn json_text(out: &mut Vec<u8>, doc: Option<&[u8]>, paths: Option<&Paths>) -> Option<()> {
     match doc {
         None => out.extend_from_slice(b"null"),
         Some(d) => {
             let mut text = Vec::with_capacity(d.len() + 32);
-            document(&mut text, d, Mode::Strict, b",")?;
+            document(&mut text, d, Mode::Strict, b",")?; // read whole first, as the Java driver does
+            if let Some(paths) = paths {
+                text.clear();
+                document(&mut text, &apply_to_document(d, paths)?, Mode::Strict, b",")?;
+            }
             string(out, &text);
         }
     }
@@ -71,53 +80,54 @@ fn field_str<'a>(doc: &'a [u8], name: &str) -> Option<Option<&'a str>> {
     }
 }
 
-/// A list as the Python path writes it: null when absent or empty, else `[a,b]` with each
-/// item written by `item`.
-fn list_or_null(
-    out: &mut Vec<u8>,
-    found: Option<Value>,
-    mut item: impl FnMut(&mut Vec<u8>, Value) -> Option<()>,
-) -> Option<()> {
-    let members = match found {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(array)) => items(array)?,
-        _ => return None,
-    };
-    if members.is_empty() {
-        out.extend_from_slice(b"null");
-        return Some(());
+/// An array's members (none when absent or null).
+fn members_of(found: Option<Value>) -> Option<Vec<Value>> {
+    match found {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(Value::Array(array)) => items(array),
+        _ => None,
     }
-    out.push(b'[');
-    for (i, v) in members.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        item(out, v)?;
+}
+
+/// A removed field's or truncated array's name as the record has it, `paths` applied
+/// (`Some(None)`: the rules remove it).
+fn name_in_record(raw: &[u8], paths: Option<&Paths>) -> Option<Option<String>> {
+    let name = text_of(raw).into_owned();
+    match paths {
+        None => Some(Some(name)),
+        Some(paths) => apply_to_name(&name, paths),
     }
-    out.push(b']');
-    Some(())
 }
 
 /// The `updateDescription` block: removed fields, updated fields as relaxed text with
-/// `, ` between members, truncated arrays; `None` when a part has an unexpected type.
-fn update_description(out: &mut Vec<u8>, described: &[u8]) -> Option<()> {
+/// `, ` between members, truncated arrays, `paths` applied; `None` when a part has an
+/// unexpected type or a rule cannot be applied.
+fn update_description(out: &mut Vec<u8>, described: &[u8], paths: Option<&Paths>) -> Option<()> {
     let parts = fields(described)?;
-    out.extend_from_slice(b"{\"removedFields\":");
-    list_or_null(out, get(&parts, "removedFields"), |out, item| {
+    let mut removed = Vec::new();
+    for item in members_of(get(&parts, "removedFields"))? {
         let Value::Str(s) = item else { return None };
-        java_string(out, s);
-        Some(())
-    })?;
-    out.extend_from_slice(b",\"updatedFields\":");
+        removed.extend(name_in_record(s, paths)?);
+    }
     let mut updated = Vec::with_capacity(64);
     match get(&parts, "updatedFields") {
         None | Some(Value::Null) => updated.extend_from_slice(b"{}"),
-        Some(Value::Document(d)) => document(&mut updated, d, Mode::Relaxed, b", ")?,
+        Some(Value::Document(d)) => {
+            document(&mut updated, d, Mode::Relaxed, b", ")?;
+            if let Some(paths) = paths {
+                updated.clear();
+                document(
+                    &mut updated,
+                    &apply_to_change(d, paths)?,
+                    Mode::Relaxed,
+                    b", ",
+                )?;
+            }
+        }
         _ => return None,
     }
-    string(out, &updated);
-    out.extend_from_slice(b",\"truncatedArrays\":");
-    list_or_null(out, get(&parts, "truncatedArrays"), |out, item| {
+    let mut truncated = Vec::new();
+    for item in members_of(get(&parts, "truncatedArrays"))? {
         let Value::Document(t) = item else {
             return None;
         };
@@ -130,13 +140,42 @@ fn update_description(out: &mut Vec<u8>, described: &[u8]) -> Option<()> {
             Some(Value::Int64(n)) => n,
             _ => return None,
         };
-        out.extend_from_slice(b"{\"field\":");
-        java_string(out, name);
-        out.extend_from_slice(b",\"size\":");
-        number(out, size);
-        out.push(b'}');
-        Some(())
-    })?;
+        if let Some(name) = name_in_record(name, paths)? {
+            truncated.push((name, size));
+        }
+    }
+    out.extend_from_slice(b"{\"removedFields\":");
+    if removed.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        out.push(b'[');
+        for (i, name) in removed.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            string(out, name.as_bytes());
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b",\"updatedFields\":");
+    string(out, &updated);
+    out.extend_from_slice(b",\"truncatedArrays\":");
+    if truncated.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        out.push(b'[');
+        for (i, (name, size)) in truncated.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"field\":");
+            string(out, name.as_bytes());
+            out.extend_from_slice(b",\"size\":");
+            number(out, *size);
+            out.push(b'}');
+        }
+        out.push(b']');
+    }
     out.push(b'}');
     Some(())
 }
@@ -184,6 +223,11 @@ fn row<'a>(
     if (db, coll) == ctx.signal {
         return None;
     }
+    // The collection's rules; one the Python side has not looked at yet goes its way.
+    let paths = match ctx.rules {
+        None => None,
+        Some(rules) => Some(rules.get(db, coll)?).filter(|p| !p.is_empty()),
+    };
     let wall = match get(&event, "wallTime") {
         None | Some(Value::Null) => None,
         Some(Value::Date(ms)) => Some(ms),
@@ -219,12 +263,12 @@ fn row<'a>(
 
     let mut p = Vec::with_capacity(raw.len() * 2 + 512);
     p.extend_from_slice(b"{\"before\":");
-    json_text(&mut p, if op == "c" { None } else { pre })?;
+    json_text(&mut p, if op == "c" { None } else { pre }, paths)?;
     p.extend_from_slice(b",\"after\":");
-    json_text(&mut p, if op == "d" { None } else { full })?;
+    json_text(&mut p, if op == "d" { None } else { full }, paths)?;
     p.extend_from_slice(b",\"updateDescription\":");
     match get(&event, "updateDescription") {
-        Some(Value::Document(d)) if kind == "update" => update_description(&mut p, d)?,
+        Some(Value::Document(d)) if kind == "update" => update_description(&mut p, d, paths)?,
         None | Some(Value::Null) => p.extend_from_slice(b"null"),
         Some(Value::Document(d)) => {
             fields(d)?; // pymongo decodes it whole, whatever the kind
@@ -301,7 +345,7 @@ fn row<'a>(
 /// cluster time and epoch (the rank going back starts a new one, as `EventAssembler` has
 /// it).
 #[pyfunction]
-#[pyo3(signature = (events, start, name, version, signal, watched, now_ns, epoch, last_rank, blocks))]
+#[pyo3(signature = (events, start, name, version, signal, watched, now_ns, epoch, last_rank, blocks, field_rules=None))]
 #[allow(clippy::too_many_arguments)]
 fn render_changes<'py>(
     py: Python<'py>,
@@ -315,6 +359,7 @@ fn render_changes<'py>(
     mut epoch: i64,
     mut last_rank: u64,
     blocks: bool,
+    field_rules: Option<PyRef<'py, FieldRules>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let ctx = Context {
         name,
@@ -323,6 +368,7 @@ fn render_changes<'py>(
         watched: watched.as_ref().map(|(d, c)| (d.as_str(), c.as_str())),
         now_ms: now_ns.div_euclid(1_000_000),
         blocks,
+        rules: field_rules.as_deref(),
     };
     let runs = PyList::empty(py);
     let mut rows = PyList::empty(py);
@@ -393,7 +439,7 @@ impl<'py> Buffer<'py> {
 }
 
 /// The key's relaxed text and the document's strict text of one document.
-fn document_texts(doc: &[u8]) -> Option<(String, String)> {
+fn document_texts(doc: &[u8], paths: Option<&Paths>) -> Option<(String, String)> {
     let mut scratch = Vec::new();
     let found = fields_checked(doc, |replaced| {
         scratch.clear();
@@ -404,6 +450,15 @@ fn document_texts(doc: &[u8]) -> Option<(String, String)> {
     value(&mut key, id, Mode::Relaxed, b",")?;
     let mut text = Vec::with_capacity(doc.len() * 2);
     members(&mut text, &found, Mode::Strict, b",")?;
+    if let Some(paths) = paths {
+        text.clear();
+        document(
+            &mut text,
+            &apply_to_document(doc, paths)?,
+            Mode::Strict,
+            b",",
+        )?;
+    }
     Some((String::from_utf8(key).ok()?, String::from_utf8(text).ok()?))
 }
 
@@ -417,17 +472,22 @@ fn malformed(what: &str) -> PyErr {
 /// writes them; a document not rendered here is None in both lists and `(index, its
 /// bytes)` in `left`, for the Python path. The reply is read as it came off the wire:
 /// pymongo's raw batches made an object of each document to join them back together.
+/// `field_rules`: the collection's field.exclude.list / field.renames rules, applied to
+/// the documents (not to the `_id`s, the records' keys).
 #[pyfunction]
+#[pyo3(signature = (reply, field_rules=None))]
 #[allow(clippy::type_complexity)]
 fn render_find_reply<'py>(
     py: Python<'py>,
     reply: &Bound<'py, PyAny>,
+    field_rules: Option<Vec<(Vec<String>, Option<String>)>>,
 ) -> PyResult<(
     Bound<'py, PyList>,
     Bound<'py, PyList>,
     Bound<'py, PyList>,
     i64,
 )> {
+    let paths = field_rules.map(paths_of).filter(|p| !p.is_empty());
     let buffer = Buffer::of(reply)?;
     let reply = buffer.bytes();
     let top = fields(reply).ok_or_else(|| malformed("not a document of known types"))?;
@@ -454,7 +514,7 @@ fn render_find_reply<'py>(
             Some(Some((_, Value::Document(doc)))) => doc,
             _ => return Err(malformed("a batch member that is not a document")),
         };
-        match document_texts(doc) {
+        match document_texts(doc, paths.as_ref()) {
             Some((key, text)) => {
                 ids.append(PyString::new(py, &key))?;
                 texts.append(PyString::new(py, &text))?;
@@ -472,6 +532,7 @@ fn render_find_reply<'py>(
 
 #[pymodule]
 fn tidemark_mongodb_transcoder(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<FieldRules>()?;
     m.add_function(wrap_pyfunction!(render_changes, m)?)?;
     m.add_function(wrap_pyfunction!(render_find_reply, m)?)?;
     m.add_function(wrap_pyfunction!(legacy::render, m)?)?;

@@ -20,17 +20,37 @@ pub enum Value<'a> {
     Bool(bool),
     Date(i64),
     Null,
-    Regex(&'a [u8], &'a [u8]),
-    DbPointer(&'a [u8], &'a [u8]),
+    // The next three hold their whole value (split by `parts`): a value of one slice keeps
+    // `Value` at 24 bytes, which a document's members are vectors of.
+    Regex(&'a [u8]),     // pattern, 0, options
+    DbPointer(&'a [u8]), // namespace as a string, ObjectId
     Code(&'a [u8]),
     Symbol(&'a [u8]),
-    CodeWithScope(&'a [u8], &'a [u8]), // the code's bytes, the scope document
+    CodeWithScope(&'a [u8]), // length, code as a string, scope document
     Int32(i32),
     Timestamp(u32, u32), // (time, increment)
     Int64(i64),
     Decimal128(&'a [u8]),
     MinKey,
     MaxKey,
+}
+
+/// A regular expression's pattern and options.
+pub fn regex_parts(whole: &[u8]) -> (&[u8], &[u8]) {
+    let nul = whole.iter().position(|&c| c == 0).unwrap_or(whole.len());
+    (&whole[..nul], whole.get(nul + 1..).unwrap_or_default())
+}
+
+/// A DBPointer's namespace and ObjectId (checked when read).
+pub fn db_pointer_parts(whole: &[u8]) -> (&[u8], &[u8]) {
+    let oid = whole.len() - 12;
+    (&whole[4..oid - 1], &whole[oid..])
+}
+
+/// Code with scope's code and scope document (checked when read).
+pub fn code_with_scope_parts(whole: &[u8]) -> (&[u8], &[u8]) {
+    let (code, next) = string(whole, 4, whole.len()).unwrap_or_default();
+    (code, &whole[next..])
 }
 
 impl<'a> Value<'a> {
@@ -199,27 +219,30 @@ impl<'a> Elements<'a> {
             }
             0x0A => Value::Null,
             0x0B => {
-                let (pattern, next) = cstring(b, at, stop)?;
-                let (options, next) = cstring(b, next, stop)?;
+                let (_, next) = cstring(b, at, stop)?;
+                let (_, next) = cstring(b, next, stop)?;
+                let whole = &b[at..next - 1];
                 at = next;
-                Value::Regex(pattern, options)
+                Value::Regex(whole)
             }
             0x0C => {
-                let (namespace, next) = string(b, at, stop)?;
+                let (_, next) = string(b, at, stop)?;
                 fixed(next, 12)?;
+                let whole = &b[at..next + 12];
                 at = next + 12;
-                Value::DbPointer(namespace, &b[next..at])
+                Value::DbPointer(whole)
             }
             0x0F => {
                 let n = size(b, at, stop, 14)?;
                 let end = at + n;
-                let (code, next) = string(b, at + 4, end)?;
-                let (scope, next) = nested(b, next, end)?;
+                let (_, next) = string(b, at + 4, end)?;
+                let (_, next) = nested(b, next, end)?;
                 if next != end {
                     return None;
                 }
+                let whole = &b[at..end];
                 at = end;
-                Value::CodeWithScope(code, scope)
+                Value::CodeWithScope(whole)
             }
             0x10 => {
                 fixed(at, 4)?;
@@ -262,6 +285,7 @@ impl<'a> Elements<'a> {
 }
 
 /// A member name as the Java driver reads it.
+#[inline]
 pub fn name_of(raw: &[u8]) -> Cow<'_, str> {
     text_of(raw)
 }

@@ -111,7 +111,12 @@ pub fn java_utf8(data: &[u8]) -> String {
 }
 
 /// A BSON string's or name's bytes as the Java driver reads them.
+#[inline]
 pub fn text_of(data: &[u8]) -> Cow<'_, str> {
+    if data.is_ascii() {
+        // SAFETY: ASCII is UTF-8 (most names are: checked here without the full decoder)
+        return Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(data) });
+    }
     match std::str::from_utf8(data) {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => Cow::Owned(java_utf8(data)),

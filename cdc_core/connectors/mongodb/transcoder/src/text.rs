@@ -3,7 +3,9 @@
 //! escapes them: the Python path and this one must give the same bytes, and
 //! `test_mongodb_transcoder.py` compares them on every type.
 
-use crate::bson::{fields_checked, items, Value};
+use crate::bson::{
+    code_with_scope_parts, db_pointer_parts, fields_checked, items, regex_parts, Value,
+};
 use crate::java::{decimal128, text_of};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -393,7 +395,8 @@ pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> 
             decimal128(out, bytes);
             out.extend_from_slice(b"\"}");
         }
-        Value::Regex(pattern, options) => {
+        Value::Regex(whole) => {
+            let (pattern, options) = regex_parts(whole);
             // `BsonRegularExpression` keeps its options sorted.
             let mut sorted: Vec<char> = text_of(options).chars().collect();
             sorted.sort_unstable();
@@ -414,7 +417,8 @@ pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> 
                 out.extend_from_slice(b"}}");
             }
         }
-        Value::DbPointer(namespace, id) => {
+        Value::DbPointer(whole) => {
+            let (namespace, id) = db_pointer_parts(whole);
             out.extend_from_slice(b"{\"$ref\": ");
             java_string(out, namespace);
             out.extend_from_slice(sep);
@@ -432,7 +436,8 @@ pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> 
             java_string(out, symbol);
             out.push(b'}');
         }
-        Value::CodeWithScope(code, scope) => {
+        Value::CodeWithScope(whole) => {
+            let (code, scope) = code_with_scope_parts(whole);
             out.extend_from_slice(b"{\"$code\": ");
             java_string(out, code);
             out.extend_from_slice(sep);

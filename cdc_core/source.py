@@ -112,6 +112,21 @@ class PositionAdvance:
 
 
 @dataclass(slots=True)
+class SkippedEvent:
+    """An event the source could not process and left out, as
+    `event.processing.failure.handling.mode` (`warn`, `skip`) lets it: counted in the
+    streamer's status, with where it was and why. It moves no position: the item after
+    it does (a `PositionAdvance`, or its transaction's commit). `key` is the row's key as
+    text when it could be read; never the row's contents."""
+
+    table: TableId | None
+    key: str | None
+    where: str  # its place in the log, as the source names it
+    reason: str
+    ts_ms: int
+
+
+@dataclass(slots=True)
 class StateChange:
     """The snapshot state changed at this point of the log (a signal, a watermark, a
     release); offsets from here on carry `snapshot`. Made by the snapshot stage."""
@@ -163,6 +178,7 @@ LogItem = (
     | StateChange
     | SnapshotRelease
     | RenderedChanges
+    | SkippedEvent
 )
 
 

@@ -107,6 +107,15 @@ def print_status(doc: dict[str, Any], config: ConnectorConfig) -> None:
             )
         for table, count in sorted(streamer.get("per_table", {}).items()):
             print(f"  {table:40s} {count}")
+        skipped = streamer.get("skipped_events") or {}
+        if skipped.get("total"):
+            print(
+                f"skipped     {skipped['total']} event(s) left out (event.processing.failure.handling.mode)"
+            )
+            for event in skipped.get("recent", [])[-5:]:
+                print(
+                    f"  {event['table']} _id {event['key'] or 'unreadable'} at {event['where']}: {event['reason']}"
+                )
     live = streamer.get("snapshots") if streamer and streamer.get("state") == "running" else None
     print_snapshots(doc["snapshots"], live, config)
 

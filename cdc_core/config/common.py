@@ -212,8 +212,9 @@ COMMON_PROPERTIES: list[Property] = [
         default="fail",
         choices=("fail", "warn", "skip", "ignore"),
         description="An event that cannot be decoded or processed (MySQL/MariaDB: rows a session logged "
-        "without some columns or as a statement) stops the streamer (fail), is logged and skipped (warn), or "
-        "is skipped (skip; `ignore`, Debezium's transitional name, is the same).",
+        "without some columns or as a statement; MongoDB: a change or snapshot document whose BSON is "
+        "malformed) stops the streamer (fail), is logged and skipped (warn), or is skipped (skip; `ignore`, "
+        "Debezium's transitional name, is the same). MongoDB counts skipped changes in the streamer's status.",
     ),
     Property(
         "schema.history.internal.skip.unparseable.ddl",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,7 @@ from cdc_core.source import (
     RowChange,
     SchemaChange,
     Shaper,
+    SkippedEvent,
     SnapshotRelease,
     Source,
     StateChange,
@@ -78,6 +80,7 @@ class DispatchStats:
     per_table: Counter[str] = field(default_factory=Counter)
     last_source_ts_ms: int | None = None
     last_position: dict[str, Any] | None = None
+    skipped: int = 0  # events the source left out (event.processing.failure.handling.mode)
 
 
 class _ShaperEntry:
@@ -129,6 +132,8 @@ class Dispatcher:
         # offset): its END, with what was delivered of it, goes out first.
         self._interrupted: dict[str, Any] | None = resume.get("interrupted") if resume else None
         self._resume_source: dict[str, Any] | None = resume.get("source") if resume else None
+        # Told of each event the source left out, in log order (the streamer's status).
+        self.on_skipped: Callable[[SkippedEvent], None] | None = None
 
     # ------------------------------------------------------------------ topics, shapers
 
@@ -185,6 +190,10 @@ class Dispatcher:
                 self.snapshot_state = item.snapshot
             elif isinstance(item, SnapshotRelease):
                 self._snapshot_release(item, out)
+            elif isinstance(item, SkippedEvent):
+                self.stats.skipped += 1
+                if self.on_skipped is not None:
+                    self.on_skipped(item)
             else:
                 raise TypeError(f"unknown log item {item!r}")
         return out

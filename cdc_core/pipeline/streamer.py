@@ -29,6 +29,7 @@ from cdc_core.events.envelope import Record
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
 from cdc_core.pipeline.liveness import process_identity
+from cdc_core.pipeline.skipped_events import SkippedEvents
 from cdc_core.pipeline.snapshot_modes import (
     POSITION_LOST,
     initial_only_done,
@@ -69,6 +70,7 @@ class Streamer:
         self.committed: dict[str, Any] | None = None
         self.source: Source | None = None  # the open reader session's
         self.events_total = 0
+        self.skipped = SkippedEvents.carried_from(self.layout.status)
         self.exit_reason = ""
         self._identity = process_identity()
         self.position_lost: dict[str, Any] | None = None  # when_needed started again after it (status)
@@ -183,6 +185,7 @@ class Streamer:
         """One reader session. True: stopped cleanly; False: could not deliver everything;
         _Failure: the reader or the sink failed (after committing what was acknowledged)."""
         dispatcher = Dispatcher(self.config, source, self.tracker, resume=session_resume(self.committed))
+        dispatcher.on_skipped = self.skipped.add
         self.dispatcher = dispatcher
         stage = snapshot_stage(self.config, source, self.committed, self.layout)
         self.stage = stage
@@ -385,6 +388,7 @@ class Streamer:
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "events_total": self.events_total,
             "per_table": dict(stats.per_table) if stats else {},
+            "skipped_events": self.skipped.as_json(),
             "committed": self.committed,
             "snapshots": stage.progress() if (stage := getattr(self, "stage", None)) is not None else None,
             **({POSITION_LOST: self.position_lost} if self.position_lost else {}),

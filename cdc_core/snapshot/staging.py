@@ -18,6 +18,7 @@ from typing import Any
 
 from cdc_core.durable import replace_file
 from cdc_core.errors import TidemarkError
+from cdc_core.snapshot.keycodec import exact_tag_of, exact_text, from_exact_text
 from cdc_core.snapshot.release_decisions import ReleaseDecision
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,80}")
@@ -120,13 +121,21 @@ def write_parquet(
         )
     elif rows:
         columns_values = zip(*rows, strict=True)
-        arrays = [
-            pa.array(col, pa.string())
-            if name in strings
-            else _column_array([list(v) if isinstance(v, (set, frozenset)) else v for v in col])
-            for name, col in zip(columns, columns_values, strict=True)
-        ]
-        table = pa.table(arrays, names=list(columns))
+        fields, arrays = [], []
+        for name, col in zip(columns, columns_values, strict=True):
+            tag = None if name in strings else _exact_tag(col)
+            if tag is not None:  # a source's own type (a MongoDB value as its BSON): its exact text
+                arrays.append(pa.array([None if v is None else exact_text(tag, v) for v in col], pa.string()))
+                fields.append(pa.field(name, pa.string(), metadata={_EXACT_TAG: tag}))
+                continue
+            array = (
+                pa.array(col, pa.string())
+                if name in strings
+                else _column_array([list(v) if isinstance(v, (set, frozenset)) else v for v in col])
+            )
+            arrays.append(array)
+            fields.append(pa.field(name, array.type))
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
     else:
         table = pa.table({c: pa.array([], pa.string() if c in strings else pa.null()) for c in columns})
     _write_table(uri, table)
@@ -175,6 +184,14 @@ def write_bytes_whole(uri: str, data: bytes) -> None:
     write_whole(uri, write)
 
 
+_EXACT_TAG = b"tidemark.exact"  # a staged column of a type registered with keycodec
+
+
+def _exact_tag(values: Sequence[Any]) -> str | None:
+    first = next((v for v in values if v is not None), None)
+    return None if first is None else exact_tag_of(first)
+
+
 def _column_array(values: list[Any]) -> Any:
     """Arrow infers each column's type from its values; integers beyond int64 (BIGINT
     UNSIGNED) are stored as uint64 so they read back as the same Python int."""
@@ -198,4 +215,11 @@ def read_parquet(uri: str, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
         raise StagingError(f"staged rows {uri} have columns {table.column_names}, expected {list(columns)}")
     if table.num_rows == 0:
         return []
-    return list(zip(*(column.to_pylist() for column in table.columns), strict=True))
+    values = []
+    for field, column in zip(table.schema, table.columns, strict=True):
+        tag = (field.metadata or {}).get(_EXACT_TAG)
+        found = column.to_pylist()
+        if tag is not None:
+            found = [None if v is None else from_exact_text(tag.decode(), v) for v in found]
+        values.append(found)
+    return list(zip(*values, strict=True))

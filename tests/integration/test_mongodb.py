@@ -556,8 +556,8 @@ def test_a_windows_replies_read_whole_follow_the_cursor_and_an_error_kills_it(mo
     cursors: list[int] = []
     render = rendering.reply_documents
 
-    def fails_on_the_second_reply(reply, codec):
-        out = render(reply, codec)
+    def fails_on_the_second_reply(reply, *args):
+        out = render(reply, *args)
         cursors.append(out[2])
         if len(cursors) == 2:
             raise ValueError("a reply the transcoder refused")

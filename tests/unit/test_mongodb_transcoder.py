@@ -1,9 +1,11 @@
 """The compiled MongoDB renderer (`mongodb.rendering: compiled`) writes the same records,
 byte for byte, as the Python path: on the documented change events of
-`data/mongodb_change_events.json` and on documents of every BSON type, under each
-converter setting. Events it leaves to Python (transactions, drops, the signal
-collection, types it does not know) come out the same too, in the same order and under
-the same positions."""
+`data/mongodb_change_events.json` and on documents of every BSON type (built by hand:
+the deprecated types, dates of any year, what pymongo cannot hold), under each converter
+setting, and it renders every one of them itself. Events it leaves to Python
+(transactions, drops, the signal collection, malformed BSON) come out the same too, in
+the same order and under the same positions. A change that cannot be read follows
+event.processing.failure.handling.mode on both paths."""
 
 from __future__ import annotations
 
@@ -16,18 +18,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from bson import (
     Binary,
-    Code,
-    Decimal128,
     Int64,
     MaxKey,
     MinKey,
     ObjectId,
-    Regex,
     Timestamp,
-    decode,
     encode,
     json_util,
 )
@@ -37,12 +36,28 @@ from cdc_core.config.connector_config import load_config
 from cdc_core.connectors.mongodb import rendering
 from cdc_core.connectors.mongodb.connector import PROPERTIES
 from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.field_rules import FieldRules
 from cdc_core.connectors.mongodb.source import MongoSource
 from cdc_core.events.envelope import CONTEXT_HEADERS
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
 from cdc_core.schema.model import TableId
 from cdc_core.source import PositionAdvance, RenderedChanges
+from tests.support.mongo.bson_bytes import (
+    NULL,
+    binary,
+    change_event,
+    date,
+    decimal128,
+    doc_of,
+    int32,
+    random_document,
+    sub,
+    symbol,
+    text,
+)
+from tests.unit.test_mongodb_java_texts import CASES as JAVA_CASES
+from tests.unit.test_mongodb_java_texts import value_bytes
 
 CASES = json.loads((Path(__file__).parent / "data" / "mongodb_change_events.json").read_text())["cases"]
 CODEC = CodecOptions(tz_aware=True)
@@ -65,17 +80,23 @@ def source(tmp_path: Path, extra: str = "") -> MongoSource:
     return MongoSource(load_config(path, PROPERTIES, environ={}), None)
 
 
-def through_python(src: MongoSource, raws: list[bytes]) -> tuple[list[Any], dict[str, Any]]:
-    assembler = EventAssembler("tm", None, src.signal, src.signal_schema)
+def assembler_of(src: MongoSource) -> EventAssembler:
+    mode = src.config.get("event.processing.failure.handling.mode")
+    rules = FieldRules.of(src.config)
+    return EventAssembler("tm", None, src.signal, src.signal_schema, failure_mode=mode, field_rules=rules)
+
+
+def through_python(src: MongoSource, raws: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+    assembler = assembler_of(src)
     items = []
     for raw in raws:
-        items += assembler.feed(decode(raw, CODEC))
+        items += assembler.feed_raw(raw)
     items += assembler.close()
     return items, assembler.position
 
 
-def through_renderer(src: MongoSource, raws: list[bytes]) -> tuple[list[Any], dict[str, Any], int]:
-    assembler = EventAssembler("tm", None, src.signal, src.signal_schema)
+def through_renderer(src: MongoSource, raws: list[Any]) -> tuple[list[Any], dict[str, Any], int]:
+    assembler = assembler_of(src)
     renderer = rendering.Renderer(assembler, CODEC, bool(src.config.get("provide.transaction.metadata")))
     items = renderer.items(raws, None) + assembler.close()
     return items, assembler.position, sum(len(i.rows) for i in items if isinstance(i, RenderedChanges))
@@ -95,7 +116,7 @@ def records(src: MongoSource, items: list[Any]) -> tuple[list[tuple[Any, ...]], 
     return got, tracker.take_committable()
 
 
-def same_records(tmp_path: Path, raws: list[bytes], extra: str = "") -> int:
+def same_records(tmp_path: Path, raws: list[Any], extra: str = "") -> int:
     src = source(tmp_path, extra)
     python_items, python_position = through_python(src, raws)
     rendered_items, rendered_position, rendered = through_renderer(src, raws)
@@ -206,20 +227,65 @@ def test_keys_of_every_type_give_the_python_paths_keys(tmp_path):
     assert same_records(tmp_path, raws) == len(raws)
 
 
-LEFT_TO_PYTHON = {
-    "a Decimal128": {"price": Decimal128("12.50")},
-    "a regular expression": {"pattern": Regex("^a.*", "i")},
-    "JavaScript code": {"code": Code("return 1")},
-    "a DBRef's document": {"ref": {"$ref": "other", "$id": 5}},
-}
+def test_every_value_mongodb_stores_is_rendered_compiled_with_the_python_paths_bytes(tmp_path):
+    """Decimal128, regular expressions, code (with scope), DBRef-shaped documents, the old
+    binary subtype, repeated names, dates outside years 1-9999 and the deprecated types
+    went the Python way, one event at a time, or stopped it (a date past 9999: pymongo
+    raised `year 10000 is out of range` on every restart)."""
+    values = [(case["name"], value_bytes(case)) for case in JAVA_CASES]
+    raws = []
+    for i, (_, value) in enumerate(values):
+        full = doc_of(("_id", int32(i)), ("v", value), ("n", int32(i)))
+        kind = ["insert", "update", "replace", "delete"][i % 4]
+        raws.append(
+            change_event(
+                i,
+                kind,
+                None if kind == "delete" else full,
+                int32(i),
+                before=full if kind != "insert" and i % 3 == 0 else None,
+                updated=doc_of(("v", value)) if kind == "update" else None,
+            )
+        )
+    for setting in SETTINGS.values():
+        assert same_records(tmp_path, raws, setting) == len(raws)
 
 
-@pytest.mark.parametrize("name", LEFT_TO_PYTHON)
-def test_a_type_it_does_not_render_goes_the_python_way_in_order(tmp_path, name):
-    raws = [event(i, "insert", {"_id": i, "n": i}) for i in range(3)]
-    raws.append(event(3, "insert", {"_id": 3, **LEFT_TO_PYTHON[name]}))
-    raws += [event(i, "insert", {"_id": i, "n": i}) for i in range(4, 7)]
-    assert same_records(tmp_path, raws) == 6  # all but the one
+def test_keys_of_the_types_pymongo_cannot_hold_and_a_null_key_give_the_python_paths_keys(tmp_path):
+    """A collection may hold one document whose `_id` is null: its change stopped the
+    streamer ("without the document's _id")."""
+    keys = [date(253402300800000), decimal128(0, 0xB040000000000000), symbol("s"), binary(2, b"ab"),
+            sub(doc_of(("$id", int32(1)), ("$ref", text("c")))), binary(0x8A, b"x"), NULL]  # fmt: skip
+    raws = [
+        change_event(i, "insert", doc_of(("_id", key), ("n", int32(i))), key) for i, key in enumerate(keys)
+    ]
+    assert same_records(tmp_path, raws) == len(raws)
+
+
+def test_random_documents_of_every_type_built_by_hand_give_the_python_paths_records(tmp_path):
+    rng = random.Random(20261201)
+    raws = []
+    for i in range(240):
+        full = random_document(rng, id_value=int32(i))
+        kind = ["insert", "update", "replace", "delete"][i % 4]
+        raws.append(
+            change_event(
+                i,
+                kind,
+                None if kind == "delete" else full,
+                int32(i),
+                before=random_document(rng, id_value=int32(i)) if kind != "insert" and i % 2 else None,
+                updated=random_document(rng) if kind == "update" else None,
+            )
+        )
+    assert same_records(tmp_path, raws) == len(raws)
+
+
+def test_changes_given_as_memoryviews_are_rendered(tmp_path):
+    """pymongo hands a change of 4 KiB or more as a memoryview of its reply: the compiled
+    renderer refused it (`'memoryview' object cannot be cast as 'bytes'`)."""
+    raws = [event(i, "insert", {"_id": i, "pad": "x" * (5000 if i % 2 else 10)}) for i in range(6)]
+    assert same_records(tmp_path, [memoryview(r) for r in raws]) == len(raws)
 
 
 def test_transactions_drops_and_signals_between_rendered_changes_keep_their_places(tmp_path):
@@ -295,19 +361,13 @@ def test_doubles_of_every_magnitude_and_halfway_cases_are_written_as_java_writes
     assert same_records(tmp_path, raws) == len(raws)
 
 
-def test_a_document_repeating_a_name_goes_the_python_way(tmp_path):
-    """pymongo keeps a repeated name's last value at its first place; the renderer leaves
-    such a document to it, short or long."""
-    import struct
+def test_a_document_repeating_a_name_keeps_its_first_place_and_last_value_on_both_paths(tmp_path):
+    """As the Java driver's `BsonDocument` does, short or long (past 16 members the
+    renderer looks names up in a map)."""
 
     def with_repeat(i: int, width: int) -> bytes:
-        names = [f"f{n}" for n in range(width)] + ["f0"]
-        body = b"".join(b"\x10" + n.encode() + b"\x00" + struct.pack("<i", k) for k, n in enumerate(names))
-        body = b"\x10_id\x00" + struct.pack("<i", i) + body
-        document = struct.pack("<i", len(body) + 5) + body + b"\x00"
-        plain = event(i, "insert", {"_id": i, "placeholder": 1})
-        spliced = plain.replace(encode({"_id": i, "placeholder": 1}), document)
-        return struct.pack("<i", len(spliced)) + spliced[4:]
+        members = [(f"f{n}", int32(n)) for n in range(width)] + [("f0", text("last"))]
+        return change_event(i, "insert", doc_of(("_id", int32(i)), *members), int32(i))
 
     raws = [
         event(0, "insert", {"_id": 0}),
@@ -315,4 +375,8 @@ def test_a_document_repeating_a_name_goes_the_python_way(tmp_path):
         with_repeat(2, 40),
         event(3, "insert", {"_id": 3}),
     ]
-    assert same_records(tmp_path, raws) == 2
+    assert same_records(tmp_path, raws) == 4
+    src = source(tmp_path)
+    items, _, _ = through_renderer(src, raws[1:2])
+    got, _ = records(src, items)
+    assert orjson.loads(got[0][2])["after"] == '{"_id": 1,"f0": "last","f1": 1,"f2": 2}'

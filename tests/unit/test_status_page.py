@@ -150,3 +150,22 @@ def test_the_page_links_to_every_refused_signal_kept_with_its_reason(tmp_path, m
         assert f">bad-{n}<" in listed.text and f"reason &lt;{n}&gt;" in listed.text
     assert 'href="../#connector-x"' in listed.text
     assert client.get("/refused/nobody").status_code == 404
+
+
+def test_events_a_streamer_left_out_are_counted_with_where_they_were(tmp_path, monkeypatch):
+    """event.processing.failure.handling.mode warn/skip: how many, the last ones' table,
+    key and place (never a row's contents)."""
+    state = one_connector(tmp_path, monkeypatch)
+    skipped = {
+        "total": 3,
+        "recent": [
+            {"table": "shop.orders", "key": "7", "where": "clusterTime 1800000001.2", "reason": "bad BSON"}
+        ],
+    }
+    (state / "status.json").write_text(
+        json.dumps({"state": "stopped", "updated_at": "2026-01-01T00:00:00Z", "skipped_events": skipped})
+    )
+    (connector,) = status_report()["connectors"]
+    assert connector["streamer"]["skipped_events"] == skipped
+    page = render(status_report())
+    assert "Skipped events" in page and "shop.orders _id 7" in page and "clusterTime 1800000001.2" in page

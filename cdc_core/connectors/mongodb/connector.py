@@ -12,6 +12,7 @@ from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
 from cdc_core.connector import DocumentPatches
 from cdc_core.connectors.mongodb import snapshot_reads, stream_pipeline
+from cdc_core.connectors.mongodb.field_rules import check_excludes, check_renames
 from cdc_core.connectors.mongodb.patch import apply_update
 from cdc_core.schema.history import SchemaHistory
 
@@ -132,13 +133,30 @@ PROPERTIES: list[Property] = [
         description="The pause between polls of an idle change stream (for servers whose getMore does not wait).",
     ),
     Property(
+        "field.exclude.list",
+        "list",
+        check=check_excludes,
+        description="Fields left out of `before`/`after`, `updateDescription` and snapshot reads, as Debezium's "
+        "MongoDB connector has them: `db.collection.field.nested` (db and collection may hold `*`); into "
+        "embedded documents and arrays of documents.",
+    ),
+    Property(
+        "field.renames",
+        "list",
+        check=check_renames,
+        description="Fields renamed in `before`/`after`, `updateDescription` and snapshot reads, as Debezium's "
+        "MongoDB connector does: `db.collection.field.nested:newname` renames the last node (db and "
+        "collection may hold `*`). A rename onto a name the document already has follows "
+        "`event.processing.failure.handling.mode`.",
+    ),
+    Property(
         "mongodb.rendering",
         "enum",
         default="compiled",
         choices=("compiled", "python"),
         description="How change events become records: `compiled`, from the stream's raw BSON by the "
         "transcoder `make install` builds (changes outside transactions; the rest as `python`), or `python`, "
-        "each event decoded by pymongo and shaped in Python. Both write the same bytes.",
+        "each event's documents read from their BSON and shaped in Python. Both write the same bytes.",
     ),
 ]
 

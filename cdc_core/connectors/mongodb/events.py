@@ -8,6 +8,14 @@ metadata (`TransactionBegin.standalone`); the Delta merge takes it as complete b
 A multi-document transaction ends where the next event belongs to another one, or when
 the stream is idle (`close`): a change stream shows a transaction whole, or not yet.
 
+Documents (`fullDocument`, `fullDocumentBeforeChange`, `documentKey`, `updatedFields`)
+are read from their BSON by `bson_text.py`, as the Java driver reads them, never decoded
+by pymongo; pymongo decodes the event's own fields, with options of the connector's own
+(`ENVELOPE`), whatever the connection string asks. A change whose documents cannot be
+read (malformed BSON) follows `event.processing.failure.handling.mode`: `fail` stops
+with where it is and the way past it; `warn` and `skip` leave that one event out, logged
+(warn) and reported (`SkippedEvent`), and the position moves past it.
+
 Order (seed 002's rule, generalised): `transaction_rank` is the cluster time as MongoDB
 orders it, `seconds << 32 | increment`, one value for all of a transaction's events;
 `transaction_epoch` is 0 and grows when the cluster time goes back (a restored
@@ -17,11 +25,26 @@ deployment), kept in the offsets. Positions are `{resume_token, sec, ord, epoch}
 from __future__ import annotations
 
 import base64
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from bson import encode
+from bson.raw_bson import RawBSONDocument
+
+from cdc_core.connectors.mongodb.bson_text import RELAXED, STRICT, MalformedBson
+from cdc_core.connectors.mongodb.change_documents import (
+    ENVELOPE,
+    document,
+    envelope,
+    key_of,
+    readable_key,
+    shaped,
+    update_description,
+)
 from cdc_core.connectors.mongodb.ext_json import millis_of, relaxed, strict
+from cdc_core.connectors.mongodb.field_rules import FieldRules
 from cdc_core.connectors.mongodb.shape import collection_schema
 from cdc_core.connectors.mongodb.signal_ids import signal_ref
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
@@ -29,7 +52,17 @@ from cdc_core.errors import TidemarkError
 from cdc_core.events.connect_schema import Schema, field, struct
 from cdc_core.events.envelope import OP_CREATE, OP_DELETE, OP_UPDATE
 from cdc_core.schema.model import TableId, TableSchema
-from cdc_core.source import LogItem, RowChange, SchemaChange, TransactionBegin, TransactionCommit
+from cdc_core.source import (
+    LogItem,
+    PositionAdvance,
+    RowChange,
+    SchemaChange,
+    SkippedEvent,
+    TransactionBegin,
+    TransactionCommit,
+)
+
+log = logging.getLogger("tidemark.mongodb")
 
 CONNECTOR = "mongodb"
 _OPS = {"insert": OP_CREATE, "update": OP_UPDATE, "replace": OP_UPDATE, "delete": OP_DELETE}
@@ -113,8 +146,13 @@ class EventAssembler:
         signal: TableId | None,
         signal_schema: TableSchema,
         schemas: dict[TableId, TableSchema] | None = None,
+        failure_mode: str = "fail",
+        field_rules: FieldRules | None = None,
     ) -> None:
         self.name = name
+        self.failure_mode = failure_mode  # event.processing.failure.handling.mode
+        self.field_rules = field_rules  # field.exclude.list, field.renames
+        self.last_table: TableId | None = None  # the collection of the last event fed
         self.position = dict(position or {})
         self.signal, self.signal_schema = signal, signal_schema
         self._txn: str | None = None  # id of the open multi-document transaction
@@ -169,8 +207,19 @@ class EventAssembler:
 
     # ------------------------------------------------------------------ events
 
-    def feed(self, event: dict[str, Any], watched: TableId | None = None) -> list[LogItem]:
+    def feed_raw(self, raw: bytes | memoryview, watched: TableId | None = None) -> list[LogItem]:
+        """The items of one change event as it came off the wire."""
+        return self._feed(dict(envelope(raw).items()), watched)
+
+    def feed(self, event: Mapping[str, Any], watched: TableId | None = None) -> list[LogItem]:
+        """`feed_raw` of a change event given raw (`RawBSONDocument`), or decoded (encoded
+        again first: its documents are read from their BSON)."""
+        return self.feed_raw(event.raw if isinstance(event, RawBSONDocument) else encode(event), watched)
+
+    def _feed(self, event: dict[str, Any], watched: TableId | None) -> list[LogItem]:
+        """`event`: its own fields decoded (`ENVELOPE`), its documents `RawBSONDocument`s."""
         kind = event.get("operationType")
+        self.last_table = _table(event, watched)
         cluster = event.get("clusterTime")
         sec, inc = (cluster.time, cluster.inc) if cluster is not None else (0, 0)
         token = (
@@ -199,6 +248,14 @@ class EventAssembler:
         if self._txn is not None and txn_id != self._txn:
             items += self.close()
         ts_ms = _millis(event.get("wallTime")) or sec * 1000 or int(time.time() * 1000)
+        try:
+            row = self._row(event, kind, table, sec, inc, ts_ms, lsid, txn_number)
+        except MalformedBson as exc:
+            skipped = self._cannot_render(event, kind, table, (sec, inc), token, str(exc), ts_ms)
+            self.position = after_position
+            if self._txn is not None:  # its transaction goes on without it; its END moves past it
+                return [*items, skipped]
+            return [*items, skipped, PositionAdvance(dict(after_position), ts_ms)]
         if self._txn is None:
             self._restart = dict(self.position)
             begin_id = txn_id or token.get("_data") or f"{sec}.{inc}"
@@ -206,7 +263,7 @@ class EventAssembler:
                 TransactionBegin(str(begin_id), epoch, rank, ts_ms, self._restart, standalone=txn_id is None)
             )
             self._txn = txn_id or ""
-        items.append(self._row(event, kind, table, sec, inc, ts_ms, lsid, txn_number))
+        items.append(row)
         self.position = after_position
         if txn_id is None:
             items += self.close()
@@ -221,7 +278,7 @@ class EventAssembler:
 
     def _row(
         self,
-        event: dict[str, Any],
+        event: Mapping[str, Any],
         kind: str,
         table: TableId,
         sec: int,
@@ -230,14 +287,10 @@ class EventAssembler:
         lsid: Any,
         txn: Any,
     ) -> RowChange:
-        full, pre = event.get("fullDocument"), event.get("fullDocumentBeforeChange")
-        key = (event.get("documentKey") or {}).get("_id")
-        if key is None and isinstance(full, dict):
-            key = full.get("_id")
+        full, pre = document(event.get("fullDocument")), document(event.get("fullDocumentBeforeChange"))
+        key = key_of(event.get("documentKey"), full)
         if key is None:
-            raise TidemarkError(
-                f"a {kind} change event of {table} without the document's _id: {event.get('_id')}"
-            )
+            raise MalformedBson("a change without its document's _id")
         source = {
             "version": TIDEMARK_VERSION,
             "connector": CONNECTOR,
@@ -254,39 +307,61 @@ class EventAssembler:
             "txnNumber": None if txn is None else int(txn),
             "wallTime": _millis(event.get("wallTime")),
         }
-        if table == self.signal and kind == "insert" and isinstance(full, dict):
-            data = full.get("data")
+        if table == self.signal and kind == "insert" and full is not None:
+            signal = RawBSONDocument(full.data, ENVELOPE)
+            data = signal.get("data")
             values = (
-                signal_ref(full.get("_id")),
-                full.get("type"),
+                signal_ref(signal.get("_id")),
+                signal.get("type"),
                 data if isinstance(data, str) or data is None else relaxed(data),
             )
             return RowChange(self.signal_schema, OP_CREATE, None, values, source, ts_ms)
         if table == self.signal and kind == "delete":
             # A window's open document deleted (insert_delete watermarks): its `_id` names
             # the window; type and data only with a pre-image.
-            gone = pre if isinstance(pre, dict) else {}
-            values = (key if isinstance(key, str) else str(key), gone.get("type"), gone.get("data"))
+            gone: Mapping[str, Any] = RawBSONDocument(pre.data, ENVELOPE) if pre is not None else {}
+            named = key.string() if key.kind == 0x02 else None  # (a window's `_id` is a string)
+            values = (named, gone.get("type"), gone.get("data"))
             return RowChange(self.signal_schema, OP_DELETE, values, None, source, ts_ms)
         schema = self.schema(table)
         op = _OPS[kind]
-        before = (key, pre) if op != OP_CREATE else None
-        after = None if op == OP_DELETE else (key, full if isinstance(full, dict) else None)
+        paths = self.field_rules.of_table(table) if self.field_rules is not None else ()
+        before = (key, shaped(pre, paths)) if op != OP_CREATE else None
+        after = None if op == OP_DELETE else (key, shaped(full, paths))
+        key.text(RELAXED)  # each text written now: a value that cannot be is this event's
+        for image in (before, after):
+            if image is not None and image[1] is not None:
+                image[1].text(STRICT)
         extra = None
         described = event.get("updateDescription")
-        if kind == "update" and described is not None:
-            extra = {
-                "updateDescription": {
-                    "removedFields": list(described.get("removedFields") or []) or None,
-                    "updatedFields": relaxed(described.get("updatedFields") or {}, ", "),
-                    "truncatedArrays": [
-                        {"field": t["field"], "size": int(t["newSize"])}
-                        for t in described.get("truncatedArrays") or []
-                    ]
-                    or None,
-                }
-            }
+        if kind == "update" and isinstance(described, RawBSONDocument):
+            extra = {"updateDescription": update_description(bytes(described.raw), paths)}
         return RowChange(schema, op, before, after, source, ts_ms, extra=extra)
+
+    def _cannot_render(
+        self,
+        event: Mapping[str, Any],
+        kind: str,
+        table: TableId,
+        cluster: tuple[int, int],
+        token: Mapping[str, Any],
+        reason: str,
+        ts_ms: int,
+    ) -> SkippedEvent:
+        """A change whose documents cannot be read: stop (`fail`) naming where it is and the
+        way past it, or leave it out (`warn`, `skip`). Never the document's contents."""
+        key = readable_key(event)
+        where = f"clusterTime {cluster[0]}.{cluster[1]}, resume token {token.get('_data')}"
+        what = f"the {kind} change of {table} (_id {key or 'unreadable'}) at {where}"
+        if self.failure_mode == "fail":
+            raise TidemarkError(
+                f"cannot read {what}: {reason}. event.processing.failure.handling.mode=fail stops here; set it "
+                "to warn or skip to leave this one change out (logged, and counted in the streamer's status) "
+                "and go on after it"
+            )
+        if self.failure_mode == "warn":
+            log.warning("skipped %s: %s (event.processing.failure.handling.mode=warn)", what, reason)
+        return SkippedEvent(table, key, where, reason, ts_ms)
 
     def _dropped(self, table: TableId | None, sec: int, order: tuple[int, int]) -> SchemaChange:
         affected = (table,) if table is not None else ()
@@ -306,9 +381,9 @@ class EventAssembler:
         )
 
 
-def _table(event: dict[str, Any], watched: TableId | None) -> TableId | None:
+def _table(event: Mapping[str, Any], watched: TableId | None) -> TableId | None:
     ns = event.get("ns")
-    if isinstance(ns, dict) and ns.get("db") and ns.get("coll"):
+    if isinstance(ns, Mapping) and ns.get("db") and ns.get("coll"):
         return TableId(ns["db"], ns["coll"])
     return watched  # a collection-scoped stream of a server that leaves ns out
 

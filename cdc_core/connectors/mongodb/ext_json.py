@@ -10,7 +10,11 @@ JSON writer (research in README "MongoDB"):
 - `updateDescription.updatedFields`: *relaxed*, with `, ` between members.
 
 pymongo's json_util writes none of these byte for byte (its legacy mode writes int64 as
-a bare number), so the texts are written here from the BSON values pymongo decodes.
+a bare number), so the texts are written here: documents and values still in their BSON
+(`RawValue`, `RawBSONDocument`, what change events and snapshot reads hold) by
+`bson_text.py`, as the Java driver reads them; values pymongo decoded (a signal's data,
+a test's documents) from those values, the same way where pymongo keeps what the Java
+driver keeps.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ from typing import Any
 import orjson
 from bson import Binary, Code, DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from bson.datetime_ms import DatetimeMS
+from bson.raw_bson import RawBSONDocument
 
+from cdc_core.connectors.mongodb.bson_text import RawValue, document_text
+from cdc_core.connectors.mongodb.java_bson import decimal128_text, regex_options
 from cdc_core.events.java_text import java_double
 
 STRICT, RELAXED = "strict", "relaxed"
@@ -78,10 +85,13 @@ def _text(value: Any, mode: str, sep: str) -> str:
     return _value(value, mode, sep)
 
 
-def millis_of(value: dt.datetime) -> int:
-    """A naive datetime is UTC, as pymongo decodes BSON dates. Whole timedelta division:
-    exact, and every event's `wallTime` passes here (a sixth of the time it took with a
-    float division of an aware copy)."""
+def millis_of(value: dt.datetime | DatetimeMS) -> int:
+    """A naive datetime is UTC, as pymongo decodes BSON dates; a DatetimeMS (a date
+    outside pymongo's years 1-9999) is its count. Whole timedelta division: exact, and
+    every event's `wallTime` passes here (a sixth of the time it took with a float
+    division of an aware copy)."""
+    if type(value) is DatetimeMS:
+        return int(value)
     return (value - (_NAIVE_EPOCH if value.tzinfo is None else EPOCH)) // _MS
 
 
@@ -104,6 +114,10 @@ def _double(x: float, mode: str) -> str:
 
 
 def _value(value: Any, mode: str, sep: str) -> str:
+    if type(value) is RawValue:
+        return value.text(mode, sep)
+    if isinstance(value, RawBSONDocument):
+        return document_text(value.raw, mode, sep)
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -128,9 +142,9 @@ def _value(value: Any, mode: str, sep: str) -> str:
     if isinstance(value, ObjectId):
         return f'{{"$oid": "{value}"}}'
     if isinstance(value, Decimal128):
-        return f'{{"$numberDecimal": "{value}"}}'
+        return f'{{"$numberDecimal": "{decimal128_text(value.bid)}"}}'
     if isinstance(value, (dt.datetime, DatetimeMS)):
-        millis = value._value if isinstance(value, DatetimeMS) else millis_of(value)
+        millis = millis_of(value)
         if mode == STRICT:
             return f'{{"$date": {millis}}}'
         if 0 <= millis < 253402300800000:  # years 1970-9999: ISO text, else the count
@@ -142,14 +156,16 @@ def _value(value: Any, mode: str, sep: str) -> str:
         subtype = value.subtype if isinstance(value, Binary) else 0
         data = base64.b64encode(bytes(value)).decode()
         if mode == STRICT:
-            return f'{{"$binary": "{data}"{sep}"$type": "{subtype:02x}"}}'
-        return f'{{"$binary": {{"base64": "{data}"{sep}"subType": "{subtype:02x}"}}}}'
+            return f'{{"$binary": "{data}"{sep}"$type": "{subtype:02X}"}}'
+        return f'{{"$binary": {{"base64": "{data}"{sep}"subType": "{subtype:02X}"}}}}'
     if isinstance(value, Timestamp):
         return f'{{"$timestamp": {{"t": {value.time}{sep}"i": {value.inc}}}}}'
     if isinstance(value, (Regex, re.Pattern)):
         pattern, flags = value.pattern, value.flags  # re's flag bits, as BSON's Regex keeps them
         bits = (("i", 2), ("l", 4), ("m", 8), ("s", 16), ("u", 32), ("x", 64))
-        options = flags if isinstance(flags, str) else "".join(c for c, bit in bits if flags & bit)
+        options = regex_options(
+            flags if isinstance(flags, str) else "".join(c for c, bit in bits if flags & bit)
+        )
         if mode == STRICT:
             return f'{{"$regex": {_string(pattern)}{sep}"$options": "{options}"}}'
         return f'{{"$regularExpression": {{"pattern": {_string(pattern)}{sep}"options": "{options}"}}}}'

@@ -26,11 +26,17 @@ from cdc_core.connectors.mongodb.shape import ID
 
 
 def find_documents(
-    collection: Any, spec: dict[str, Any], batch_size: int = 0, session: Any = None
+    collection: Any,
+    spec: dict[str, Any],
+    batch_size: int = 0,
+    session: Any = None,
+    failure_mode: str = "fail",
+    paths: tuple[Any, ...] = (),
 ) -> tuple[list[str], list[str]]:
     """The `_id`s and documents matching `spec`, in `_id` order, as `reply_documents`
-    renders them. `batch_size` 0: the server's own batches (16 MiB at most). `session`:
-    None, one of its own (not causally consistent)."""
+    renders them (a document it cannot read as `failure_mode` says; `paths`: the
+    collection's field rules). `batch_size` 0: the server's own batches (16 MiB at most).
+    `session`: None, one of its own (not causally consistent)."""
     import pymongo.errors
     from bson import Int64
     from bson.raw_bson import RawBSONDocument
@@ -39,7 +45,7 @@ def find_documents(
     client = collection.database.client
     if session is None:
         with client.start_session(causal_consistency=False) as own:
-            return find_documents(collection, spec, batch_size, own)
+            return find_documents(collection, spec, batch_size, own, failure_mode, paths)
     codec = collection.codec_options
     raw = codec.with_options(document_class=RawBSONDocument)
     database, name = collection.database, collection.name
@@ -64,7 +70,9 @@ def find_documents(
 
         try:
             while True:
-                batch_ids, batch_texts, cursor = rendering.reply_documents(run(command).raw, codec)
+                batch_ids, batch_texts, cursor = rendering.reply_documents(
+                    run(command).raw, codec, failure_mode, f"{database.name}.{name}", paths
+                )
                 ids += batch_ids
                 texts += batch_texts
                 if not cursor:

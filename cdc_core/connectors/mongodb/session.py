@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.connectors.mongodb.field_rules import FieldPath, FieldRules
 from cdc_core.connectors.mongodb.filters import PROBED, chunk_filter
 from cdc_core.connectors.mongodb.shape import DOCUMENT, ID, MongoTypeMapper, collection_schema
 from cdc_core.connectors.mongodb.snapshot_reads import SnapshotReads, read_preference
@@ -88,6 +89,8 @@ class MongoSession:
         ping(self.client, self.where)
         signal = config.get("signal.data.collection")
         self.signal = TableId.parse(signal) if signal else None
+        self.failure_mode = config.get("event.processing.failure.handling.mode")
+        self.field_rules = FieldRules.of(config)  # field.exclude.list, field.renames
         self._unknown: frozenset[str] | None = None
         self.reads = SnapshotReads(self.client, preference)
 
@@ -154,7 +157,26 @@ class MongoSession:
         return chained_boundaries(self, plan, size)
 
     def read_chunk(self, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> list[tuple[Any, ...]]:
-        return [(doc[ID], doc) for doc in self._find(plan, lo, hi)]
+        """The window's documents as their BSON (`RawValue`s of `_id` and document), read
+        as the Java driver reads them (`bson_text.py`): pymongo never decodes them, so a
+        value it cannot hold (a date past year 9999) reads as any other. A document that
+        cannot be read follows event.processing.failure.handling.mode."""
+        from bson.codec_options import CodecOptions
+        from bson.raw_bson import RawBSONDocument
+
+        from cdc_core.connectors.mongodb.rendering import readable_document
+
+        collection = self._collection(plan)
+        raw = collection.with_options(codec_options=CodecOptions(document_class=RawBSONDocument))
+        rows = []
+        spec = self._spec(collection, plan, lo, hi)
+        for doc in raw.find(spec, session=self.reads.session).sort(ID, 1):
+            found = readable_document(
+                bytes(doc.raw), str(plan.table.id), self.failure_mode, self._paths(plan)
+            )
+            if found is not None:
+                rows.append(found)
+        return rows
 
     def read_chunk_events(
         self, plan: ChunkPlan, lo: Key | None, hi: Key | None
@@ -169,9 +191,16 @@ class MongoSession:
             return None
         collection = self._collection(plan)
         ids, texts = find_documents(
-            collection, self._spec(collection, plan, lo, hi), session=self.reads.session
+            collection,
+            self._spec(collection, plan, lo, hi),
+            session=self.reads.session,
+            failure_mode=self.failure_mode,
+            paths=self._paths(plan),
         )
         return {ID: ids, DOCUMENT: texts}
+
+    def _paths(self, plan: ChunkPlan) -> tuple[FieldPath, ...]:
+        return () if self.field_rules is None else self.field_rules.of_table(plan.table.id)
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:
         return False  # `_id`s of any BSON type: Python does not order them as MongoDB does

@@ -20,6 +20,7 @@ from typing import Any
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.connectors.mongodb import events, rendering
 from cdc_core.connectors.mongodb.events import EventAssembler
+from cdc_core.connectors.mongodb.field_rules import FieldRules
 from cdc_core.connectors.mongodb.rendering import Renderer
 from cdc_core.connectors.mongodb.session import MongoSession, client_for, hosts_of, list_collections, ping
 from cdc_core.connectors.mongodb.shape import DocumentShaper, MongoTypeMapper, collection_schema
@@ -148,7 +149,17 @@ class MongoSource:
         else:
             self._start_at = self._cluster_time_now()
             position = {"sec": self._start_at.time, "ord": self._start_at.inc, "epoch": epoch}
-        self.assembler = EventAssembler(self.name, position, self.signal, self.signal_schema)
+        self.assembler = EventAssembler(
+            self.name,
+            position,
+            self.signal,
+            self.signal_schema,
+            failure_mode=self.config.get("event.processing.failure.handling.mode"),
+            field_rules=FieldRules.of(self.config),
+        )
+        # Changes are read as raw BSON on either path: pymongo never decodes a document
+        # (one it cannot hold would stop the stream before the connector sees it).
+        self.stream_client = client_for(self.config, raw=True)
         if self.config.get("mongodb.rendering") == "compiled":
             if not rendering.available():
                 raise TidemarkError(
@@ -156,10 +167,7 @@ class MongoSource:
                     "(it builds cdc_core/connectors/mongodb/transcoder with cargo), or set mongodb.rendering: python"
                 )
             blocks = bool(self.config.get("provide.transaction.metadata"))
-            self.renderer = rendering.Renderer(self.assembler, self.client.codec_options, blocks)
-            self.stream_client = client_for(self.config, raw=True)
-        else:
-            self.stream_client = self.client
+            self.renderer = rendering.Renderer(self.assembler, blocks=blocks)
 
     def _cluster_time_now(self) -> Any:
         """Where a first start begins: just after the deployment's newest operation

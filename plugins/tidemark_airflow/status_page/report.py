@@ -118,6 +118,8 @@ def _streamer(doc: dict[str, Any], health: dict[str, Any]) -> dict[str, Any]:
         "events_per_second": streamer.get("rate"),
         "lag_seconds": health["lag_seconds"],
         "per_table": streamer.get("per_table") or {},
+        # Events left out under event.processing.failure.handling.mode warn/skip.
+        "skipped_events": streamer.get("skipped_events") or {"total": 0, "recent": []},
     }
 
 

@@ -1,9 +1,12 @@
-//! Extended JSON as `ext_json.py` writes it (the MongoDB Java driver's strict and relaxed
-//! modes in Debezium's compact layout), and JSON strings as orjson escapes them: the
-//! Python path and this one must give the same bytes, and `test_mongodb_transcoder.py`
-//! compares them on every type.
+//! Extended JSON as `bson_text.py` writes it (the MongoDB Java driver's strict and relaxed
+//! modes in Debezium's compact layout, every BSON type), and JSON strings as orjson
+//! escapes them: the Python path and this one must give the same bytes, and
+//! `test_mongodb_transcoder.py` compares them on every type.
 
-use crate::bson::{fields, Value};
+use crate::bson::{
+    code_with_scope_parts, db_pointer_parts, fields_checked, items, regex_parts, Value,
+};
+use crate::java::{decimal128, text_of};
 
 #[derive(Clone, Copy, PartialEq)]
 pub enum Mode {
@@ -287,17 +290,38 @@ fn iso(out: &mut Vec<u8>, millis: i64) {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+/// The last millisecond of year 9999: relaxed mode writes dates from 1970 to it as text.
+const LAST_MS_OF_9999: i64 = 253_402_300_799_999;
 
-/// One value as Extended JSON (`sep` between members). `None`: something inside has no
-/// form here (the caller takes the Python path).
+/// A BSON string's or name's bytes as a JSON string, decoded as the Java driver decodes
+/// them (text that is not UTF-8 as the JDK replaces it).
+pub fn java_string(out: &mut Vec<u8>, raw: &[u8]) {
+    match std::str::from_utf8(raw) {
+        Ok(_) => string(out, raw),
+        Err(_) => string(out, text_of(raw).as_bytes()),
+    }
+}
+
+fn oid(out: &mut Vec<u8>, oid: &[u8]) {
+    out.extend_from_slice(b"{\"$oid\": \"");
+    for &c in oid {
+        out.push(HEX[(c >> 4) as usize]);
+        out.push(HEX[(c & 15) as usize]);
+    }
+    out.extend_from_slice(b"\"}");
+}
+
+/// One value as Extended JSON (`sep` between members). `None`: something inside is
+/// malformed (the caller takes the Python path, which decides what to do with it).
 pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> {
     match v {
         Value::Double(x) => double(out, x, mode),
-        Value::Str(s) => string(out, s.as_bytes()),
+        Value::Str(s) => java_string(out, s),
         Value::Document(doc) => document(out, doc, mode, sep)?,
         Value::Array(doc) => {
             out.push(b'[');
-            for (i, (_, item)) in fields(doc)?.into_iter().enumerate() {
+            for (i, item) in items(doc)?.into_iter().enumerate() {
                 if i > 0 {
                     out.extend_from_slice(sep);
                 }
@@ -306,7 +330,10 @@ pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> 
             out.push(b']');
         }
         Value::Binary(subtype, data) => {
-            let kind = [HEX[(subtype >> 4) as usize], HEX[(subtype & 15) as usize]];
+            let kind = [
+                HEX_UPPER[(subtype >> 4) as usize],
+                HEX_UPPER[(subtype & 15) as usize],
+            ];
             if mode == Mode::Strict {
                 out.extend_from_slice(b"{\"$binary\": \"");
                 base64(out, data);
@@ -327,21 +354,14 @@ pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> 
                 b"\"}}"
             });
         }
-        Value::ObjectId(oid) => {
-            out.extend_from_slice(b"{\"$oid\": \"");
-            for &c in oid {
-                out.push(HEX[(c >> 4) as usize]);
-                out.push(HEX[(c & 15) as usize]);
-            }
-            out.extend_from_slice(b"\"}");
-        }
+        Value::ObjectId(id) => oid(out, id),
         Value::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         Value::Date(ms) => {
             if mode == Mode::Strict {
                 out.extend_from_slice(b"{\"$date\": ");
                 number(out, ms);
                 out.push(b'}');
-            } else if (0..253_402_300_800_000).contains(&ms) {
+            } else if (0..=LAST_MS_OF_9999).contains(&ms) {
                 out.extend_from_slice(b"{\"$date\": \"");
                 iso(out, ms);
                 out.extend_from_slice(b"\"}");
@@ -370,32 +390,96 @@ pub fn value(out: &mut Vec<u8>, v: Value, mode: Mode, sep: &[u8]) -> Option<()> 
             number(out, i);
             out.extend_from_slice(b"}}");
         }
+        Value::Decimal128(bytes) => {
+            out.extend_from_slice(b"{\"$numberDecimal\": \"");
+            decimal128(out, bytes);
+            out.extend_from_slice(b"\"}");
+        }
+        Value::Regex(whole) => {
+            let (pattern, options) = regex_parts(whole);
+            // `BsonRegularExpression` keeps its options sorted.
+            let mut sorted: Vec<char> = text_of(options).chars().collect();
+            sorted.sort_unstable();
+            let sorted: String = sorted.into_iter().collect();
+            if mode == Mode::Strict {
+                out.extend_from_slice(b"{\"$regex\": ");
+                java_string(out, pattern);
+                out.extend_from_slice(sep);
+                out.extend_from_slice(b"\"$options\": ");
+                string(out, sorted.as_bytes());
+                out.push(b'}');
+            } else {
+                out.extend_from_slice(b"{\"$regularExpression\": {\"pattern\": ");
+                java_string(out, pattern);
+                out.extend_from_slice(sep);
+                out.extend_from_slice(b"\"options\": ");
+                string(out, sorted.as_bytes());
+                out.extend_from_slice(b"}}");
+            }
+        }
+        Value::DbPointer(whole) => {
+            let (namespace, id) = db_pointer_parts(whole);
+            out.extend_from_slice(b"{\"$ref\": ");
+            java_string(out, namespace);
+            out.extend_from_slice(sep);
+            out.extend_from_slice(b"\"$id\": ");
+            oid(out, id);
+            out.push(b'}');
+        }
+        Value::Code(code) => {
+            out.extend_from_slice(b"{\"$code\": ");
+            java_string(out, code);
+            out.push(b'}');
+        }
+        Value::Symbol(symbol) => {
+            out.extend_from_slice(b"{\"$symbol\": ");
+            java_string(out, symbol);
+            out.push(b'}');
+        }
+        Value::CodeWithScope(whole) => {
+            let (code, scope) = code_with_scope_parts(whole);
+            out.extend_from_slice(b"{\"$code\": ");
+            java_string(out, code);
+            out.extend_from_slice(sep);
+            out.extend_from_slice(b"\"$scope\": ");
+            document(out, scope, mode, sep)?;
+            out.push(b'}');
+        }
+        Value::Undefined => out.extend_from_slice(b"{\"$undefined\": true}"),
         Value::MinKey => out.extend_from_slice(b"{\"$minKey\": 1}"),
         Value::MaxKey => out.extend_from_slice(b"{\"$maxKey\": 1}"),
     }
     Some(())
 }
 
-/// A document's members in order. pymongo turns a document holding `$ref` into a DBRef,
-/// whose text the Python path writes in its own order: not followed here.
+/// A document's members in stored order, a repeated name at its first place with its
+/// last value (the replaced values are read too: a malformed one fails the document, as
+/// it fails the Java driver's decoding).
 pub fn document(out: &mut Vec<u8>, doc: &[u8], mode: Mode, sep: &[u8]) -> Option<()> {
-    members(out, &fields(doc)?, mode, sep)
+    let mut scratch = Vec::new();
+    let found = fields_checked(doc, |replaced| {
+        scratch.clear();
+        value(&mut scratch, replaced, mode, sep)
+    })?;
+    members(out, &found, mode, sep)
 }
 
 /// A document given as its members (`fields`), which a caller that looked into them
 /// already has: `document`.
-pub fn members(out: &mut Vec<u8>, members: &[(&str, Value)], mode: Mode, sep: &[u8]) -> Option<()> {
+pub fn members<S: AsRef<str>>(
+    out: &mut Vec<u8>,
+    members: &[(S, Value)],
+    mode: Mode,
+    sep: &[u8],
+) -> Option<()> {
     out.push(b'{');
-    for (i, &(name, item)) in members.iter().enumerate() {
-        if name == "$ref" {
-            return None;
-        }
+    for (i, (name, item)) in members.iter().enumerate() {
         if i > 0 {
             out.extend_from_slice(sep);
         }
-        string(out, name.as_bytes());
+        string(out, name.as_ref().as_bytes());
         out.extend_from_slice(b": ");
-        value(out, item, mode, sep)?;
+        value(out, *item, mode, sep)?;
     }
     out.push(b'}');
     Some(())

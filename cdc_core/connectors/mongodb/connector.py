@@ -10,7 +10,8 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
-from cdc_core.connector import DocumentPatches
+from cdc_core.connector import DocumentIds, DocumentPatches
+from cdc_core.connectors.mongodb.landed_ids import PLAIN, landed_id
 from cdc_core.connectors.mongodb.patch import apply_update
 from cdc_core.schema.history import SchemaHistory
 
@@ -110,6 +111,7 @@ class MongoDbConnector:
     properties = PROPERTIES
     initial_snapshot_in_log = False  # `snapshot.mode: initial` is an incremental snapshot
     document_patches = DocumentPatches("updateDescription", apply_update)
+    document_ids = DocumentIds(landed_id, PLAIN)
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
         from cdc_core.connectors.mongodb.source import MongoSource

@@ -120,6 +120,7 @@ class VitessConnector:
     # The copy phase of VStream takes the initial snapshot: no watermark snapshot at first start.
     initial_snapshot_in_log = True
     document_patches = None  # its events carry whole rows
+    document_ids = None  # its tables have columns, not documents
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Any:
         from cdc_core.connectors.vitess.source import VitessSource

@@ -2,6 +2,9 @@
 
 tidemark stream --config connector.yaml     stream until SIGTERM (live status line)
 tidemark status --config connector.yaml     last committed position, progress, source head
+tidemark signal KIND --config connector.yaml [...] [--wait]
+    send execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot or log through
+    the connector's signal channel; prints the signal's id
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
 from cdc_core.errors import TidemarkError
@@ -53,98 +54,29 @@ def cmd_stream(args: argparse.Namespace) -> int:
 
 
 def _describe_offset(config: ConnectorConfig, offset: dict[str, Any] | None) -> str:
-    """The committed offset as people read it: the connector describes its own positions."""
-    from cdc_core.connectors.registry import connector_of
+    from cdc_core.commands.status import describe_offset
 
-    if not offset:
-        return "nothing"
-    text = connector_of(config).describe_position(offset["source"])
-    if offset.get("in_txn"):
-        text += f" (inside a transaction, {offset['rows_done']} row(s) delivered)"
-    return text
+    return describe_offset(config, offset)
 
 
 def status_document(config: ConnectorConfig, check_source: bool = True) -> dict[str, Any]:
-    """Everything known about a connector's state, as one JSON-ready document."""
-    from cdc_core.pipeline.state import StateLayout, open_offset_store
+    """Everything known about a connector's state (`cdc_core.commands.status`), as the
+    Airflow plugins and the status page read it."""
+    from cdc_core.commands.status import status_document as document
 
-    layout = StateLayout(config)
-    store = open_offset_store(config, layout)
-    try:
-        offset = store.load()
-    finally:
-        store.close()
-    doc: dict[str, Any] = {
-        "connector": config.name,
-        "topic_prefix": config.topic_prefix,
-        "committed_offset": offset,
-        "committed_position": _describe_offset(config, offset),
-    }
-    from cdc_core.snapshot.context import SnapshotContext
-
-    doc["snapshots"] = SnapshotContext.from_json((offset or {}).get("snapshot")).progress()
-    if layout.status.exists():
-        doc["streamer"] = orjson.loads(layout.status.read_bytes())
-    if check_source:
-        from cdc_core.connectors.registry import connector_of
-        from cdc_core.schema.history import SchemaHistory
-
-        source = connector_of(config).create_source(config, SchemaHistory(layout.history))
-        status = source.status(offset)
-        doc["source_head"] = status.head
-    return doc
+    return document(config, check_source)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    config = _load(args.config)
-    doc = status_document(config, check_source=not args.offline)
-    if args.json:
-        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
-        return 0
-    print(f"connector   {doc['connector']} (topics {doc['topic_prefix']}.*)")
-    print(f"committed   {doc['committed_position']}")
-    if "source_head" in doc:
-        print(f"source head {doc['source_head']}")
-    streamer = doc.get("streamer")
-    if streamer:
-        print(
-            f"streamer    {streamer['state']} (pid {streamer['pid']}, updated {streamer['updated_at']}), "
-            f"{streamer['events_total']} change events since it started"
-        )
-        for table, count in sorted(streamer.get("per_table", {}).items()):
-            print(f"  {table:40s} {count}")
-    live = streamer.get("snapshots") if streamer and streamer.get("state") == "running" else None
-    _print_snapshots(doc["snapshots"], live, config.get("airflow.snapshot.stall.seconds"))
-    return 0
+    from cdc_core.commands.status import cmd_status as status
+
+    return status(_load(args.config), args.offline, args.json)
 
 
-def _print_snapshots(progress: dict[str, Any], live: dict[str, Any] | None, stall_seconds: float) -> None:
-    """Snapshot progress as of the committed offset; a running snapshot that is stalled or
-    waiting (by the running streamer's own view, `live`) says so and what to do."""
-    from cdc_core.snapshot.health import live_entry, snapshot_health
+def cmd_signal(args: argparse.Namespace) -> int:
+    from cdc_core.commands.signal import cmd_signal as send
 
-    for label, snapshots in (("snapshot", progress["running"]), ("finished", progress["finished"][-3:])):
-        for snap in snapshots:
-            flags = " paused" if snap.get("paused") else ""
-            print(f"{label:11s} {snap['id']} ({snap['kind']}, signal {snap['signal_id']}){flags}")
-            for t in snap["tables"]:
-                total = t.get("windows_total") or "?"
-                name = t["table"] + (f"@{t['partition']}" if t.get("partition") else "")
-                print(
-                    f"  {name:40s} windows {t.get('windows_done', 0)}/{total}  "
-                    f"rows {t.get('rows_released', 0)} released, {t.get('rows_dropped', 0)} dropped"
-                    + (f", {t['read_again']} to read again" if t.get("read_again") else "")
-                    + ("  done" if t.get("done") else "")
-                )
-            if label == "snapshot":
-                health = snapshot_health(snap, live_entry(live, snap), stall_seconds)
-                if health["problem"]:
-                    print(f"  {health['state']}: {health['problem']}")
-    for refused in progress.get("failed_signals", []):
-        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(refused.get("at_ms", 0) / 1000))
-        print(
-            f"refused     signal {refused['id']} ({refused['type']}, from {refused['channel']}) at {when}: {refused['reason']}"
-        )
+    return send(_load(args.config), args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -168,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true")
     status.add_argument("--offline", action="store_true", help="do not connect to the source")
     status.set_defaults(func=cmd_status)
+    from cdc_core.commands.signal import add_arguments
+
+    add_arguments(sub)
+    sub.choices["signal"].set_defaults(func=cmd_signal)
     return parser
 
 

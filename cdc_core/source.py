@@ -228,6 +228,8 @@ class SourceStatus:
 
     connector: str
     position: str
+    # The source's newest position, or why it cannot be read ("unreachable: ...",
+    # "refused: ..."), naming no secret; `tidemark status` says "unknown" for a None.
     head: str | None = None
     lag_ms: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)

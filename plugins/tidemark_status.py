@@ -3,8 +3,8 @@
 Airflow's plugin loader imports this top-level file (plugins/.airflowignore keeps it out
 of the `tidemark_airflow` package, which is imported by name). The page lists every
 connector: streamer state, committed position and lag, snapshot progress (windows
-done/total per table) and each Delta table's last merge; `status.json` has the same as
-JSON.
+done/total per table), refused signals (all of them on `refused/<connector>`) and each
+Delta table's last merge; `status.json` has the same as JSON.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """Change events into Delta Lake: one table per captured table, MERGEd by order key.
 
-    spark-submit spark_jobs/delta_merge.py --config connector.yaml --delta-root PATH_OR_S3A \\
-        --checkpoint PATH [--trigger available-now | --trigger 30s]
+    spark-submit spark_jobs/delta_merge.py --config connector.yaml [--delta-root PATH_OR_S3A] \\
+        [--checkpoint PATH] [--trigger available-now | --trigger 30s]
+
+(the Delta root and checkpoint default to the connector file's `lakehouse.delta.root` and
+`lakehouse.merge.checkpoint`, where the Airflow DAGs merge to)
 
 Events come from the connector's sink: Kafka (`sink.type: kafka`; Spark's Kafka source
 as Structured Streaming with a checkpoint, `availableNow` for scheduled runs or a
@@ -29,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from cdc_core.config.connector_config import ConnectorConfig, load_config
+from cdc_core.config.orchestration import lakehouse_locations
 from cdc_core.connectors.registry import connector_of
 from cdc_core.errors import TidemarkError
 from cdc_core.pipeline.schema_references import references_enabled
@@ -283,11 +287,27 @@ def run_local(
     return touched
 
 
+def merge_locations(
+    config: ConnectorConfig, delta_root: str | None, checkpoint: str | None
+) -> tuple[str, str]:
+    """The Delta root and checkpoint: as given, else as the connector file names them
+    (`lakehouse.delta.root`, `lakehouse.merge.checkpoint`, or their defaults), which is
+    where the Airflow DAGs merge to."""
+    located = lakehouse_locations(config)
+    return delta_root or located["delta_root"], checkpoint or located["checkpoint"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="the connector's YAML file")
-    parser.add_argument("--delta-root", required=True, help="folder of the Delta tables: a path or s3a://")
-    parser.add_argument("--checkpoint", required=True, help="the merge's checkpoint folder")
+    parser.add_argument(
+        "--delta-root",
+        help="folder of the Delta tables: a path or s3a:// (default: the connector file's lakehouse.delta.root)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        help="the merge's checkpoint folder (default: the connector file's lakehouse.merge.checkpoint)",
+    )
     parser.add_argument(
         "--trigger",
         default="available-now",
@@ -327,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     from spark_jobs.session import build_session
 
     config = load_config(args.config)
+    args.delta_root, args.checkpoint = merge_locations(config, args.delta_root, args.checkpoint)
     options = MergeOptions.from_args(
         args.scd2, args.partition_by, args.cluster_by, args.broadcast_mb, args.parallel_tables
     )

@@ -43,8 +43,8 @@ COMMON_PROPERTIES: list[Property] = [
         "connector.class",
         "str",
         required=True,
-        description="Source connector: `mysql` or `mariadb` (also Debezium's class names, "
-        "`io.debezium.connector.mysql.MySqlConnector`, `io.debezium.connector.mariadb.MariaDbConnector`).",
+        description="Source connector, by its short name or Debezium's class name (the names are those "
+        "`cdc_core/connectors/registry.py` registers).",
     ),
     Property(
         "topic.prefix",
@@ -53,6 +53,8 @@ COMMON_PROPERTIES: list[Property] = [
         check=_topic_prefix,
         description="Logical server name; prefix of every topic (`<prefix>.<db>.<table>`).",
     ),
+    # Required of every connector that does not declare it otherwise (MongoDB names its
+    # hosts in `mongodb.connection.string`); the reference shows which connectors need it.
     Property("database.hostname", "str", required=True, description="Source database host."),
     Property("database.user", "str", required=True, description="Source database user."),
     Property(

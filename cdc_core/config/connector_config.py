@@ -21,6 +21,7 @@ import yaml
 from cdc_core.config.common import COMMON_PROPERTIES
 from cdc_core.config.orchestration import ORCHESTRATION_PROPERTIES
 from cdc_core.config.properties import Property
+from cdc_core.config.status_properties import STATUS_PROPERTIES
 from cdc_core.errors import ConfigError
 
 
@@ -220,5 +221,9 @@ def load_config(
     # The connector's own first: a connector may refine a common property (its default,
     # its choices), as Vitess does `snapshot.mode`, and the first declaration wins.
     return validate(
-        raw, connector_properties + COMMON_PROPERTIES + ORCHESTRATION_PROPERTIES, secrets, environ, str(path)
+        raw,
+        connector_properties + COMMON_PROPERTIES + STATUS_PROPERTIES + ORCHESTRATION_PROPERTIES,
+        secrets,
+        environ,
+        str(path),
     )

@@ -8,8 +8,12 @@ in two places. The streamer itself ignores them.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from cdc_core.config.properties import Property
+
+if TYPE_CHECKING:
+    from cdc_core.config.connector_config import ConnectorConfig
 
 _TABLE_COLUMN = re.compile(r"[^.:\s]+\.[^.:\s]+:[^.:\s]+")
 
@@ -193,3 +197,15 @@ ORCHESTRATION_PROPERTIES: list[Property] = [
         description="Housekeeping VACUUMs files no longer referenced for this long.",
     ),
 ]
+
+
+def lakehouse_locations(config: ConnectorConfig) -> dict[str, str]:
+    """Where a connector's Delta tables, merge checkpoint and staged windows live: its
+    `lakehouse.*` properties, or `<project>/.local/{delta,merge,staging}/<name>`. The
+    Delta merge run by hand, the Airflow operators and the status page all take them
+    from here, so they agree."""
+    return {
+        "delta_root": config.location("lakehouse.delta.root", "delta"),
+        "checkpoint": config.location("lakehouse.merge.checkpoint", "merge"),
+        "staging": config.location("lakehouse.snapshot.staging", "staging"),
+    }

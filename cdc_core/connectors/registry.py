@@ -50,3 +50,12 @@ def connector_of(config: ConnectorConfig) -> Connector:
 def all_connectors() -> list[Connector]:
     """Every registered connector, once each (for documentation and the conformance suite)."""
     return [importlib.import_module(m).CONNECTOR for m in dict.fromkeys(CONNECTORS.values())]
+
+
+def class_names() -> list[tuple[Connector, list[str]]]:
+    """Every registered connector with the `connector.class` values that name it, in
+    registration order (for the configuration reference)."""
+    by_module: dict[str, list[str]] = {}
+    for name, module in CONNECTORS.items():
+        by_module.setdefault(module, []).append(name)
+    return [(importlib.import_module(m).CONNECTOR, names) for m, names in by_module.items()]

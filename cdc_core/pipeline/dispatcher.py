@@ -189,6 +189,16 @@ class Dispatcher:
                 raise TypeError(f"unknown log item {item!r}")
         return out
 
+    def state_at_rest(self) -> None:
+        """The snapshot state committed where the log rests: signals from the kafka or
+        file channel changed it while no log item came to carry it. Only between
+        transactions (where the last position resumes after everything processed); else
+        the next item of the log carries it."""
+        position = self.stats.last_position or self._resume_source
+        if self._txn is not None or self._suppress_rows >= 0 or self._interrupted is not None or not position:
+            return
+        self.tracker.add(make_offset(position, False, 0, self.schema_seq, self.snapshot_state), 0)
+
     def _emit(self, records: list[Record], offset: dict[str, Any], out: list[tuple[Record, int]]) -> None:
         entry = self.tracker.add(offset, len(records))
         out.extend((r, entry) for r in records)

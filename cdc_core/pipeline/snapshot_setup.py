@@ -13,7 +13,7 @@ from cdc_core.errors import ConfigError, TidemarkError
 from cdc_core.filters import ColumnRules, TableFilter
 from cdc_core.pipeline.state import StateLayout
 from cdc_core.schema.model import TableId, TableSchema
-from cdc_core.snapshot.context import SnapshotContext
+from cdc_core.snapshot.context import DAY_MS, SnapshotContext
 from cdc_core.snapshot.stage import SnapshotStage
 from cdc_core.snapshot.staged_form import StagedForm
 from cdc_core.snapshot.staging import LocalStaging
@@ -62,7 +62,8 @@ def snapshot_stage(
     config: ConnectorConfig, source: Source, committed: dict[str, Any] | None, layout: StateLayout
 ) -> SnapshotStage:
     """The snapshot stage for one reader session, from the committed snapshot state."""
-    context = SnapshotContext.from_json((committed or {}).get("snapshot"))
+    keep_ms = config.get("signal.refused.retention.days") * DAY_MS
+    context = SnapshotContext.from_json((committed or {}).get("snapshot")).keep_refused(keep_ms)
     signal_table = config.get("signal.data.collection")
     tables = TableFilter(config)
     rules = ColumnRules(config)
@@ -90,6 +91,7 @@ def snapshot_stage(
         positions=_position_watermarks(config, source),
         staged_form=staged_form,
         partitions=source.partitions,
+        refused_keep_ms=keep_ms,
     )
     initial = (
         committed is None

@@ -28,6 +28,7 @@ from cdc_core.errors import SourceUnavailableError, TidemarkError
 from cdc_core.events.envelope import Record
 from cdc_core.pipeline.ack_tracker import AckTracker
 from cdc_core.pipeline.dispatcher import Dispatcher
+from cdc_core.pipeline.liveness import process_identity
 from cdc_core.pipeline.snapshot_setup import signal_channels, snapshot_stage
 from cdc_core.pipeline.state import Lease, StateLayout, open_offset_store, open_sink
 from cdc_core.schema.history import SchemaHistory
@@ -61,6 +62,7 @@ class Streamer:
         self.source: Source | None = None  # the open reader session's
         self.events_total = 0
         self.exit_reason = ""
+        self._identity = process_identity()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -196,6 +198,11 @@ class Streamer:
                 if isinstance(item, _Failure):
                     failure = item
                     break
+                if not item and stage.has_outside_signals():  # kafka/file signals on an idle log
+                    records = dispatcher.process(stage.process([]))
+                    if records:
+                        self.sink.send(records)
+                    dispatcher.state_at_rest()
                 if item:
                     before = dispatcher.stats.events
                     records = dispatcher.process(stage.process(item))
@@ -338,7 +345,7 @@ class Streamer:
         doc = {
             "connector": self.config.name,
             "state": state,
-            "pid": os.getpid(),
+            **self._identity,  # pid, host and the process's start: `liveness` tells a dead one by them
             "updated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "events_total": self.events_total,
             "per_table": dict(stats.per_table) if stats else {},

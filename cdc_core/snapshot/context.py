@@ -17,7 +17,12 @@ from cdc_core.errors import TidemarkError
 from cdc_core.snapshot.keycodec import decode_key, encode_key
 
 MAX_SIGNAL_IDS = 200
-MAX_REFUSED = 20  # refused signals kept (the newest), with their reasons
+# Refused signals are kept for `signal.refused.retention.days`, and at most this many of
+# them (the newest), each reason cut to MAX_REASON characters: every committed offset
+# carries them, so a flood of bad signals cannot make the offsets large.
+MAX_REFUSED = 200
+MAX_REASON = 1000
+DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -183,8 +188,10 @@ class SnapshotContext:
     channels: dict[str, Any] = field(default_factory=dict)  # read positions of the kafka and file channels
     captured: tuple[str, ...] | None = None  # the captured tables, to notice ones added to the include list
     # Signals refused (malformed, unknown table, filter outside the grammar, ...): id, type,
-    # channel, reason and when, so an operator who looks after a restart still sees them.
+    # channel, reason and when (`at_ms`), oldest first, so an operator who looks after a
+    # restart still sees them; kept for a time (`keep_refused`), not by a count.
     refused: tuple[dict[str, Any], ...] = ()
+    refused_dropped: int = 0  # refusals within the time kept but beyond MAX_REFUSED, dropped
 
     def active(self) -> Snapshot | None:
         """Snapshots run one at a time, in the order they were requested."""
@@ -222,9 +229,28 @@ class SnapshotContext:
     def remember(self, signal_id: str) -> SnapshotContext:
         return replace(self, signals=(*self.signals, signal_id)[-MAX_SIGNAL_IDS:])
 
-    def refuse(self, signal: dict[str, Any]) -> SnapshotContext:
-        """Remember a refused signal (the newest MAX_REFUSED are kept)."""
-        return replace(self, refused=(*self.refused, signal)[-MAX_REFUSED:])
+    def refuse(
+        self, signal: dict[str, Any], keep_ms: int = 7 * DAY_MS, now_ms: int | None = None
+    ) -> SnapshotContext:
+        """Remember a refused signal (`at_ms` set to now unless given), forgetting those
+        older than `keep_ms`; beyond MAX_REFUSED the oldest go, and are counted."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        entry = {**signal, "at_ms": signal.get("at_ms") or now_ms}
+        if len(str(entry.get("reason", ""))) > MAX_REASON:
+            entry["reason"] = str(entry["reason"])[: MAX_REASON - 1] + "\N{HORIZONTAL ELLIPSIS}"
+        kept = self.keep_refused(keep_ms, now_ms)
+        refused = (*kept.refused, entry)
+        over = max(0, len(refused) - MAX_REFUSED)
+        return replace(kept, refused=refused[over:], refused_dropped=kept.refused_dropped + over)
+
+    def keep_refused(self, keep_ms: int, now_ms: int | None = None) -> SnapshotContext:
+        """Without the refusals older than `keep_ms` (`signal.refused.retention.days`)."""
+        since = (int(time.time() * 1000) if now_ms is None else now_ms) - keep_ms
+        kept = tuple(r for r in self.refused if int(r.get("at_ms") or 0) >= since)
+        if len(kept) == len(self.refused):
+            return self
+        # Those dropped beyond MAX_REFUSED were older still: past the time too.
+        return replace(self, refused=kept, refused_dropped=0)
 
     def progress(self) -> dict[str, Any]:
         """Per snapshot and table: windows done/total, rows released, rows dropped by
@@ -261,7 +287,12 @@ class SnapshotContext:
                     "tables": tables,
                 }
             )
-        return {"running": running, "finished": list(self.finished), "failed_signals": list(self.refused)}
+        return {
+            "running": running,
+            "finished": list(self.finished),
+            "failed_signals": list(self.refused),
+            **({"failed_signals_dropped": self.refused_dropped} if self.refused_dropped else {}),
+        }
 
     def to_json(self) -> dict[str, Any] | None:
         if (
@@ -282,6 +313,7 @@ class SnapshotContext:
             "channels": self.channels,
             "captured": None if self.captured is None else list(self.captured),
             **({"refused": list(self.refused)} if self.refused else {}),
+            **({"refused_dropped": self.refused_dropped} if self.refused_dropped else {}),
         }
 
     @classmethod
@@ -304,4 +336,5 @@ class SnapshotContext:
             dict(d.get("channels", {})),
             None if d.get("captured") is None else tuple(d["captured"]),
             tuple(d.get("refused", ())),
+            int(d.get("refused_dropped", 0)),
         )

@@ -44,7 +44,7 @@ from cdc_core.signals.actions import (
 from cdc_core.signals.conditions import ConditionError
 from cdc_core.snapshot.blocking import BlockingRun, BlockingSnapshots
 from cdc_core.snapshot.chunks import SnapshotError
-from cdc_core.snapshot.context import SnapshotContext
+from cdc_core.snapshot.context import DAY_MS, SnapshotContext
 from cdc_core.snapshot.key_forms import KeyForms, KeyValue
 from cdc_core.snapshot.open_windows import OpenWindowFile
 from cdc_core.snapshot.read_only_windows import ReadOnlyWindows
@@ -91,8 +91,10 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         positions: PositionWatermarks | None = None,  # read-only mode (`cdc_core.connector`)
         staged_form: Callable[[TableSchema, tuple[str, ...]], StagedForm] | None = None,
         partitions: Callable[[TableId], tuple[str | None, ...]] = lambda _t: (None,),
+        refused_keep_ms: int = 7 * DAY_MS,  # `signal.refused.retention.days`
     ) -> None:
         self.context = context
+        self.refused_keep_ms = refused_keep_ms
         self.schemas: dict[TableId, TableSchema] = dict(tables)
         self.captures = captures
         self.signal_table = signal_table
@@ -135,6 +137,11 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         applied (and the position stored in the state) at the next batch."""
         with self._lock:
             self._inbox.append((signal, position))
+
+    def has_outside_signals(self) -> bool:
+        """Whether signals from the kafka or file channel wait for the next batch (on an
+        idle log the streamer hands the stage an empty one for them)."""
+        return bool(self._inbox)
 
     # ------------------------------------------------------------------ the stage
 
@@ -329,7 +336,7 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
     def _fail(self, raw: RawSignal, reason: str) -> None:
         log.error("signal %s (%s, from %s) failed: %s", raw.id, raw.type, raw.channel, reason)
         refused = {"id": raw.id, "type": raw.type, "channel": raw.channel, "reason": reason}
-        context = self.context.refuse({**refused, "at_ms": int(time.time() * 1000)})
+        context = self.context.refuse({**refused, "at_ms": int(time.time() * 1000)}, self.refused_keep_ms)
         self._set(context.remember(raw.id) if raw.id else context)
 
     # ------------------------------------------------------------------ windows

@@ -7,15 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from cdc_core.config.connector_config import ConnectorConfig
+from cdc_core.config.orchestration import lakehouse_locations
 
 
 def lakehouse_paths(config: ConnectorConfig) -> dict[str, str]:
     """Where a connector's Delta tables, merge checkpoint and staged windows live."""
-    return {
-        "delta_root": config.location("lakehouse.delta.root", "delta"),
-        "checkpoint": config.location("lakehouse.merge.checkpoint", "merge"),
-        "staging": config.location("lakehouse.snapshot.staging", "staging"),
-    }
+    return lakehouse_locations(config)
 
 
 def delta_tables(config: ConnectorConfig) -> list[str]:

@@ -1,19 +1,20 @@
 """Start, stop and check Tidemark's local services (MariaDB, the Vitess shard servers and
-the VTGate double, Kafka, Airflow's metadata database, Airflow); the CLI and its usage
-text are in `cli` (`python -m scripts.services`).
+the VTGate double, Kafka, Spark Connect, the MongoDB test server, Airflow's metadata
+database, Airflow); the CLI and its usage text are in `cli` (`python -m scripts.services`).
 
 One module a job: `settings` (folders, ports, credentials, `environment()`), `processes`
 (process and port helpers), `base` (`Service`), `errors` (`ServiceError`), a module a
-service (`mariadb`, `vitess`, `kafka`, `airflow`) and `cli` (the `SERVICES` registry and
-the verbs). Every name other code uses is importable from here, as before the split.
+service (`mariadb`, `vitess`, `kafka`, `spark_connect`, `mongodb`, `airflow`) and `cli`
+(the `SERVICES` registry and the verbs). Every name other code uses is importable from here, as before the split.
 """
 
 from scripts.services.airflow import Airflow, AirflowDB, _airflow_bin
 from scripts.services.base import Service
-from scripts.services.cli import DEFAULT_UP, SERVICES, _select, down, main, run, status, up
+from scripts.services.cli import DEFAULT_UP, SERVICES, _select, default_up, down, main, run, status, up
 from scripts.services.errors import ServiceError
 from scripts.services.kafka import Kafka
 from scripts.services.mariadb import MariaDB, _current_user, _sql_string_body
+from scripts.services.mongodb import MongoDB, mongodb_connector_files
 from scripts.services.processes import (
     _children,
     _descendants,
@@ -75,6 +76,7 @@ __all__ = [
     "AirflowDB",
     "Kafka",
     "MariaDB",
+    "MongoDB",
     "Ports",
     "Service",
     "ServiceError",
@@ -95,9 +97,11 @@ __all__ = [
     "_tail",
     "_which",
     "admin_connection",
+    "default_up",
     "down",
     "environment",
     "main",
+    "mongodb_connector_files",
     "run",
     "status",
     "up",

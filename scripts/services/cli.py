@@ -7,7 +7,7 @@ system-wide service.
 
     python -m scripts.services up [NAME ...]      start (idempotent) and wait until ready
     python -m scripts.services down [NAME ...]    stop; no process of ours is left
-    python -m scripts.services status
+    python -m scripts.services status [NAME ...]  (exit code 1 when a named one is stopped)
     python -m scripts.services env                print the environment the stack uses
     python -m scripts.services run NAME ... -- CMD
         start what is not running, run CMD with the stack's environment, then stop
@@ -15,9 +15,11 @@ system-wide service.
 
 Names: mariadb, vitess (the VTGate test double's four MariaDB shard servers), vtgate (the
 double itself on fixed ports, for the Vitess demo; starts vitess), kafka, spark-connect
-(a Spark Connect server chunk jobs attach to with --remote), airflow-db (metadata
-database migrated, no process), airflow (``airflow standalone``: api-server, scheduler,
-dag-processor, triggerer).
+(a Spark Connect server chunk jobs attach to with --remote), mongodb (the MongoDB test
+server, a replica set rs0 in memory), airflow-db (metadata database migrated, no
+process), airflow (``airflow standalone``: api-server, scheduler, dag-processor,
+triggerer). ``up`` without names starts mariadb, kafka and airflow, and mongodb too when
+a connector file of the connectors folder is a MongoDB one.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from scripts.services.base import Service
 from scripts.services.errors import ServiceError
 from scripts.services.kafka import Kafka
 from scripts.services.mariadb import MariaDB
+from scripts.services.mongodb import MongoDB, mongodb_connector_files
 from scripts.services.settings import (
     ADMIN_PASSWORD_ENV,
     AIRFLOW_PASSWORD_ENV,
@@ -47,9 +50,26 @@ from scripts.services.vitess import VitessShards, VTGateDouble
 _VITESS = VitessShards()  # also the shard servers `vtgate` starts first
 SERVICES: dict[str, Service] = {
     s.name: s
-    for s in (MariaDB(), _VITESS, VTGateDouble(_VITESS), Kafka(), SparkConnect(), AirflowDB(), Airflow())
+    for s in (
+        MariaDB(),
+        _VITESS,
+        VTGateDouble(_VITESS),
+        Kafka(),
+        SparkConnect(),
+        MongoDB(),
+        AirflowDB(),
+        Airflow(),
+    )
 }
 DEFAULT_UP = ["mariadb", "kafka", "airflow"]
+
+
+def default_up() -> list[str]:
+    """What `up` without names starts: DEFAULT_UP, and the MongoDB test server when a
+    connector file of the connectors folder is a MongoDB one."""
+    if not mongodb_connector_files():
+        return list(DEFAULT_UP)
+    return ["mariadb", "kafka", "mongodb", "airflow"]  # the streamers Airflow runs find it up
 
 
 def _select(names: list[str], default: list[str]) -> list[Service]:
@@ -63,7 +83,7 @@ def up(names: list[str], started: list[Service] | None = None) -> list[Service]:
     """Start what is not running; `started` (given by `run`) collects each as it starts,
     so a later service's failure still leaves the earlier ones to be stopped."""
     started = [] if started is None else started
-    for svc in _select(names, DEFAULT_UP):
+    for svc in _select(names, default_up() if not names else []):
         t0 = time.monotonic()
         if svc.start():
             started.append(svc)
@@ -79,13 +99,15 @@ def down(names: list[str]) -> None:
             print(f"{svc.name}: stopped")
 
 
-def status() -> int:
-    for svc in SERVICES.values():
+def status(names: list[str] | None = None) -> int:
+    """Each service's state (all of them, or those named); 0 when every named one runs."""
+    chosen = _select(names, list(SERVICES)) if names else list(SERVICES.values())
+    for svc in chosen:
         state = "running" if svc.running() else "stopped"
         if isinstance(svc, AirflowDB):
             state = "migrated" if svc.running() else "not migrated"
         print(f"{svc.name:13s} {state:13s} {svc.describe()}")
-    return 0
+    return 0 if not names or all(svc.running() for svc in chosen) else 1
 
 
 def run(names: list[str], cmd: list[str]) -> int:
@@ -114,7 +136,7 @@ def main(argv: list[str]) -> int:
             down(rest)
             return 0
         if verb == "status":
-            return status()
+            return status(rest)
         if verb == "env":
             for k, v in environment().items():
                 secret = k in (

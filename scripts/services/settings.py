@@ -28,6 +28,9 @@ class Ports:
     vtgate_mysql: int = int(os.environ.get("TIDEMARK_VTGATE_MYSQL_PORT", "15306"))
     # The Spark Connect server that chunk jobs attach to (`--remote`).
     spark_connect: int = int(os.environ.get("TIDEMARK_SPARK_CONNECT_PORT", "15002"))
+    # The MongoDB test server run as a service (a MongoDB connector file in connectors/);
+    # not 27017, a real MongoDB's port (the Docker stack's `mongodb`).
+    mongodb: int = int(os.environ.get("TIDEMARK_MONGODB_PORT", "27117"))
 
 
 PORTS = Ports()
@@ -108,6 +111,7 @@ def environment() -> dict[str, str]:
         "TIDEMARK_VTGATE_GRPC_PORT": str(PORTS.vtgate_grpc),
         "TIDEMARK_VTGATE_MYSQL_PORT": str(PORTS.vtgate_mysql),
         "TIDEMARK_SPARK_CONNECT_PORT": str(PORTS.spark_connect),
+        "TIDEMARK_MONGODB_PORT": str(PORTS.mongodb),
         "AIRFLOW_CONN_TIDEMARK_SPARK": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "TIDEMARK_CONNECTORS_DIR": os.environ.get("TIDEMARK_CONNECTORS_DIR", str(ROOT / "connectors")),
         "PYTHONPATH": os.pathsep.join(

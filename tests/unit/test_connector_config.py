@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cdc_core.config.connector_config import Secret, load_config
@@ -98,3 +100,23 @@ def test_a_connectors_own_name_of_a_common_property_sets_it(tmp_path):
         load_config(path)
     path.write_text(base)  # and MongoDB needs no database.hostname, which is required of others
     assert load_config(path).get("database.hostname") is None
+
+
+@pytest.mark.parametrize(
+    ("connector", "own", "required"),
+    [
+        ("mysql", "database.server.id: 1\n", "database.hostname"),
+        ("vitess", "vitess.keyspace: ks\ndatabase.user: u\n", "database.hostname"),
+        ("mongodb", "", "mongodb.connection.string"),
+    ],
+)
+def test_each_connector_requires_its_own_way_to_the_source(tmp_path, connector, own, required):
+    """The reference and validation agree: a host for MySQL/MariaDB and Vitess, a
+    connection string (and no host) for MongoDB."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"name: c\nconnector.class: {connector}\ntopic.prefix: c\ndatabase.user: u\n{own}")
+    with pytest.raises(ConfigError, match=f"^{re.escape(required)}: is required"):
+        load_config(path, environ={})
+    if connector == "mongodb":
+        path.write_text(path.read_text() + "mongodb.connection.string: mongodb://h:27017/?replicaSet=rs0\n")
+        assert load_config(path, environ={}).get("database.hostname") is None

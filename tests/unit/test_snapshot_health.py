@@ -4,6 +4,7 @@ snapshot DAG's wait runs the chunk job again for it instead of waiting for ever.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import orjson
@@ -81,8 +82,11 @@ def stalled_connector(tmp_path):
     FileOffsetStore(state / "offsets.json", "shop").commit({"source": {}, "snapshot": context.to_json()})
     live = {**context.progress(), "open_windows": 0}
     live["running"][0] |= {"open_windows": 0, "idle_ms": 300_000}
+    # written by a streamer that runs (this process), so its live view counts
     (state / "status.json").write_bytes(
-        orjson.dumps({"state": "running", "updated_at": "2026-01-01T00:00:00Z", "snapshots": live})
+        orjson.dumps(
+            {"state": "running", "pid": os.getpid(), "updated_at": "2026-01-01T00:00:00Z", "snapshots": live}
+        )
     )
     return config
 

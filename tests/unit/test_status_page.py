@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 from tidemark_airflow.status_page.html import render
 from tidemark_airflow.status_page.report import status_report
@@ -110,3 +111,42 @@ def test_a_stalled_snapshot_and_refused_signals_are_shown_with_what_to_do(tmp_pa
     assert (
         "stalled" in page and "Run it again" in page and "no such table" in page and "Refused signals" in page
     )
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # starlette's TestClient on httpx
+def test_the_page_links_to_every_refused_signal_kept_with_its_reason(tmp_path, monkeypatch):
+    """The page listed the last 20 refusals kept, all inline; now every refusal of the time
+    kept (`signal.refused.retention.days`) is on a page of the connector's own, linked
+    from the main page, which shows the newest few."""
+    import time
+
+    from fastapi.testclient import TestClient
+    from tidemark_airflow.status_page import app as status_app
+    from tidemark_airflow.status_page.report import REFUSED_SHOWN
+
+    from cdc_core.offsets.store import FileOffsetStore
+    from cdc_core.snapshot.context import SnapshotContext
+
+    state = one_connector(tmp_path, monkeypatch)
+    context = SnapshotContext()
+    now = int(time.time() * 1000)
+    for n in range(25):
+        refusal = {"id": f"bad-{n}", "type": "execute-snapshot", "channel": "file", "reason": f"reason <{n}>"}
+        context = context.refuse(refusal, now_ms=now - (25 - n) * 1000)
+    FileOffsetStore(state / "offsets.json", "x").commit({"source": {}, "snapshot": context.to_json()})
+
+    (connector,) = status_report()["connectors"]
+    assert [f["id"] for f in connector["refused_signals"]] == [f"bad-{n}" for n in reversed(range(25))]
+    assert connector["refused_kept_days"] == 7
+    page = render(status_report())
+    assert 'href="refused/x"' in page and "25 in the last 7 day(s)" in page
+    assert "reason &lt;24&gt;" in page and f"reason &lt;{24 - REFUSED_SHOWN}&gt;" not in page
+
+    monkeypatch.setattr(status_app, "requires_access_dag", lambda method: lambda: None)
+    client = TestClient(status_app.create_app())
+    listed = client.get("/refused/x")
+    assert listed.status_code == 200
+    for n in range(25):  # every one, the oldest included, with its reason (escaped)
+        assert f">bad-{n}<" in listed.text and f"reason &lt;{n}&gt;" in listed.text
+    assert 'href="../#connector-x"' in listed.text
+    assert client.get("/refused/nobody").status_code == 404

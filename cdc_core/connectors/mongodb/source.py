@@ -56,6 +56,17 @@ def take_batch(stream: Any, limit: int) -> list[Any]:
     return [first, *rest]
 
 
+def newest_operation(client: Any) -> Any:
+    """The deployment's newest operation time (a bson Timestamp): a replica set says it in
+    every reply (`operationTime`), else the newest oplog entry; None without either."""
+    reply = client.admin.command("ping")
+    newest = reply.get("operationTime")
+    if newest is None:
+        entries = list(client.local["oplog.rs"].find({}, {"ts": 1}).sort("ts", -1).limit(1))
+        newest = entries[0]["ts"] if entries else None
+    return newest
+
+
 class MongoSource:
     """`cdc_core.source.Source` for MongoDB."""
 
@@ -142,17 +153,12 @@ class MongoSource:
             self.stream_client = self.client
 
     def _cluster_time_now(self) -> Any:
-        """Where a first start begins: just after the deployment's operation time (a
-        replica set says it in every reply: the time of its newest operation), else after
-        the newest oplog entry, else the clock. `startAtOperationTime` includes the
-        operation at that very time, which happened before the start: it would be emitted."""
+        """Where a first start begins: just after the deployment's newest operation
+        (`newest_operation`), else the clock. `startAtOperationTime` includes the operation
+        at that very time, which happened before the start: it would be emitted."""
         from bson import Timestamp
 
-        reply = self.client.admin.command("ping")
-        newest = reply.get("operationTime")
-        if newest is None:
-            entries = list(self.client.local["oplog.rs"].find({}, {"ts": 1}).sort("ts", -1).limit(1))
-            newest = entries[0]["ts"] if entries else None
+        newest = newest_operation(self.client)
         if newest is not None:
             return Timestamp(newest.time, newest.inc + 1)
         return Timestamp(int(time.time()), 0)
@@ -284,12 +290,47 @@ class MongoSource:
 
     def status(self, offset: Mapping[str, Any] | None) -> SourceStatus:
         position = self.describe(offset["source"]) if offset else "none (not started)"
+        return SourceStatus(self.connector_name, position, self._head(), None)
+
+    def _head(self) -> str:
+        """The deployment's newest operation time, or why it cannot be read: unreachable,
+        the user refused, no operation time. It asks through its own short-lived client when
+        the source is not open (`tidemark status`). Messages name the hosts only."""
+        import pymongo.errors
+
+        where = hosts_of(self.config.get("mongodb.connection.string"))
+        client = self.client
         try:
-            now = self._cluster_time_now() if self.client is not None else None
-            head = None if now is None else f"clusterTime {now.time}.{now.inc}"
-        except Exception as exc:  # the deployment may be away
-            head = f"unavailable: {exc}"
-        return SourceStatus(self.connector_name, position, head, None)
+            if client is None:
+                client = client_for(self.config, timeout_ms=5_000)
+            newest = newest_operation(client)
+        except pymongo.errors.OperationFailure as exc:
+            message = (exc.details or {}).get("errmsg") or f"code {exc.code}"
+            if exc.code in (13, 18):  # Unauthorized, AuthenticationFailed
+                return f"refused: MongoDB refused the connector's user at {where} ({message}); {self._login_hint()}"
+            return f"unavailable: MongoDB at {where} answered: {message}"
+        except pymongo.errors.ConfigurationError as exc:
+            uri = self.config.get("mongodb.connection.string")
+            return f"unavailable: mongodb.connection.string cannot be used: {str(exc).replace(uri, where)}"
+        except pymongo.errors.PyMongoError as exc:
+            return f"unreachable: cannot reach MongoDB at {where}: {str(exc).split(', Timeout:')[0]}"
+        finally:
+            if client is not None and client is not self.client:
+                client.close()
+        if newest is None:
+            return (
+                f"unknown: MongoDB at {where} gives no operation time and has no oplog (not a replica set?)"
+            )
+        return f"clusterTime {newest.time}.{newest.inc}"
+
+    def _login_hint(self) -> str:
+        variable = self.config.get("database.password.env")
+        user = self.config.get("database.user")
+        if self.config.secret("database.password") is None:
+            password = f"no password: set the environment variable {variable} (database.password.env)"
+        else:
+            password = f"the password from {variable} (database.password.env) or the Airflow connection"
+        return f"check the user ({user or 'none set: database.user'}), {password}, and the user's roles"
 
     def describe(self, position: Mapping[str, Any]) -> str:
         from cdc_core.connectors.mongodb.connector import CONNECTOR

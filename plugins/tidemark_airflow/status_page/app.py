@@ -16,8 +16,8 @@ from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from tidemark_airflow.status_page.html import render
-from tidemark_airflow.status_page.report import status_report
+from tidemark_airflow.status_page.html import render, render_refused
+from tidemark_airflow.status_page.report import connector_refusals, status_report
 
 URL_PREFIX = "/tidemark"
 
@@ -38,6 +38,14 @@ def create_app() -> FastAPI:
     @app.get("/status.json")
     def report() -> dict[str, Any]:
         return status_report()
+
+    @app.get("/refused/{connector}", response_class=HTMLResponse)
+    def refused(connector: str) -> str:
+        """Every refused signal a connector keeps, with its reason (linked from the page)."""
+        entry = connector_refusals(connector)
+        if entry is None:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no connector named {connector!r}")
+        return render_refused(entry)
 
     @app.exception_handler(HTTPException)
     async def to_login(request: Request, exc: HTTPException) -> Response:

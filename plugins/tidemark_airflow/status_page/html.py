@@ -10,6 +10,8 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from tidemark_airflow.status_page.report import REFUSED_SHOWN
+
 TEMPLATES = Path(__file__).parent / "templates"
 REFRESH_SECONDS = 15
 MISSING = "\N{EN DASH}"  # an empty cell
@@ -26,7 +28,17 @@ def _environment() -> Environment:
 
 def render(report: dict[str, Any]) -> str:
     """The page for a `status_report()` document."""
-    return _environment().get_template("status.html").render(report=report, refresh=REFRESH_SECONDS)
+    return (
+        _environment()
+        .get_template("status.html")
+        .render(report=report, refresh=REFRESH_SECONDS, refused_shown=REFUSED_SHOWN)
+    )
+
+
+def render_refused(connector: dict[str, Any]) -> str:
+    """One connector's refused signals, all of those kept, with their reasons (a report
+    entry of `status_report()`; the main page shows the newest few and links here)."""
+    return _environment().get_template("refused.html").render(c=connector)
 
 
 def _compact(value: Any, width: int = 140) -> str:

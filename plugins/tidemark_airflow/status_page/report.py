@@ -26,6 +26,7 @@ from tidemark_airflow.lakehouse import delta_tables, lakehouse_paths
 
 FINISHED_SHOWN = 3
 ALERTS_SHOWN = 5
+REFUSED_SHOWN = 5  # on the main page; the connector's refused-signals page lists them all
 
 
 def status_report() -> dict[str, Any]:
@@ -69,13 +70,33 @@ def connector_report(config: ConnectorConfig, file: str) -> dict[str, Any]:
             (doc.get("streamer") or {}).get("snapshots") if health["state"] == "running" else None,
             config.get("airflow.snapshot.stall.seconds"),
         ),
-        "refused_signals": [
-            {**f, "at": _utc(f["at_ms"] / 1000) if f.get("at_ms") else None}
-            for f in reversed((doc.get("snapshots") or {}).get("failed_signals", []))
-        ],
+        **_refused(doc.get("snapshots") or {}, config),
         "delta_tables": _delta(config),
         "alerts": recent_alerts(config.state_directory(), ALERTS_SHOWN),
     }
+
+
+def _refused(progress: dict[str, Any], config: ConnectorConfig) -> dict[str, Any]:
+    """The refused signals kept (newest first, with their reasons), for how long they are
+    kept, and how many beyond the cap were dropped."""
+    return {
+        "refused_signals": [
+            {**f, "at": _utc(f["at_ms"] / 1000) if f.get("at_ms") else None}
+            for f in reversed(progress.get("failed_signals", []))
+        ],
+        "refused_dropped": progress.get("failed_signals_dropped", 0),
+        "refused_kept_days": config.get("signal.refused.retention.days"),
+    }
+
+
+def connector_refusals(name: str) -> dict[str, Any] | None:
+    """One connector's entry (its refused signals in full), by name; None when no
+    connector file of the folder has that name."""
+    for path in connectors.connector_paths():
+        entry = _connector_entry(path)
+        if entry["name"] == name:
+            return entry
+    return None
 
 
 def _dags(config: ConnectorConfig, slug: str) -> dict[str, str]:

@@ -3,20 +3,21 @@
 `make install` compiles jvm/mongo/ into .jars/mongo-server next to the server's jars in
 .jars/mongo. The server keeps everything in memory: a restart starts an empty
 deployment (and a resume token from before it is history lost, code 286), so tests
-that take MongoDB away use `kill`/`start` knowing that."""
+that take MongoDB away use `kill`/`start` knowing that. Its command and connection
+string are the `mongodb` service's (`scripts/services/mongodb.py`); the tests run it on
+free ports of their own."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[3]
-JARS = ROOT / ".jars"
+from scripts.services.errors import ServiceError
+from scripts.services.mongodb import server_command, server_uri
 
 
 def free_port() -> int:
@@ -39,28 +40,13 @@ class MongoTestServer:
 
     @property
     def uri(self) -> str:
-        if self.stock:
-            return f"mongodb://127.0.0.1:{self.port}/?directConnection=true"
-        return f"mongodb://127.0.0.1:{self.port}/?replicaSet=rs0"
+        return server_uri(self.port, self.stock)
 
     def start(self) -> None:
-        classes = JARS / "mongo-server"
-        if not (classes / "MongoTestServer.class").exists():
-            raise RuntimeError(
-                "the MongoDB test server is not built (.jars/mongo-server); run `make install`"
-            )
-        java = shutil.which("java") or "java"
-        cmd = [
-            java,
-            f"-Xmx{self.heap}",
-            "-cp",
-            f"{classes}:{JARS / 'mongo'}/*",
-            "MongoTestServer",
-            str(self.port),
-            "127.0.0.1",
-        ]
-        if self.stock:
-            cmd.append("--stock")
+        try:
+            cmd = server_command(self.port, heap=self.heap, stock=self.stock)
+        except ServiceError as exc:
+            raise RuntimeError(str(exc)) from None
         log = open(self.directory / "mongo-server.log", "ab")  # noqa: SIM115 (the child writes it)
         self.process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.directory)
         deadline = time.monotonic() + 60

@@ -44,6 +44,8 @@ class TableFilter:
         self.db_exclude = config.get("database.exclude.list")
         self.table_include = config.get("table.include.list")
         self.table_exclude = config.get("table.exclude.list")
+        # each list by the name the connector file gives it (MongoDB's collection.include.list)
+        self.names = {name: _named_as(config, name) for name in _LISTS}
         self.captures = lru_cache(maxsize=4096)(self._captures)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -66,10 +68,37 @@ class TableFilter:
             return False
         return not (self.table_exclude and full_match_any(self.table_exclude, name))
 
+    def excluded_by(self, table: TableId) -> str:
+        """Which filter leaves `table` out, for people ("" when it is captured)."""
+        if table.database.lower() in self.system:
+            return f"{table.database} is a system database, never captured"
+        name = str(table)
+        for prop, patterns, leaves_out in (
+            ("database.include.list", self.db_include, lambda p: not full_match_any(p, table.database)),
+            ("database.exclude.list", self.db_exclude, lambda p: full_match_any(p, table.database)),
+            ("table.include.list", self.table_include, lambda p: not full_match_any(p, name)),
+            ("table.exclude.list", self.table_exclude, lambda p: full_match_any(p, name)),
+        ):
+            if patterns and leaves_out(patterns):
+                matched = "not matched by" if prop.endswith("include.list") else "matched by"
+                return f"{matched} {self.names[prop]}"
+        return ""
+
     def captures_database(self, database: str) -> bool:
         if self.db_include and not full_match_any(self.db_include, database):
             return False
         return not (self.db_exclude and full_match_any(self.db_exclude, database))
+
+
+_LISTS = ("database.include.list", "database.exclude.list", "table.include.list", "table.exclude.list")
+
+
+def _named_as(config: ConnectorConfig, name: str) -> str:
+    """The name a property was set under: its alias when the file used one."""
+    for prop in config.properties:
+        if prop.alias_of == name and config.values.get(prop.name) is not None:
+            return prop.name
+    return name
 
 
 @dataclass(frozen=True)

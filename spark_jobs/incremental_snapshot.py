@@ -127,7 +127,12 @@ def done_windows(config: ConnectorConfig, signal_id: str) -> dict[tuple[str, str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="the connector's YAML file")
-    parser.add_argument("--signal", required=True, help="id of the execute-snapshot signal")
+    parser.add_argument(
+        "--signal",
+        required=True,
+        help="id of the execute-snapshot signal (a MongoDB `_id` that is not a string: its Extended JSON, "
+        'e.g. \'{"$oid": "..."}\', as `tidemark status` shows it)',
+    )
     parser.add_argument("--staging", required=True, help="where windows are staged: a path, file://, s3a://")
     parser.add_argument("--parallelism", type=int, default=4, help="windows read at once")
     parser.add_argument(
@@ -180,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     early: PythonReads | None = None
     try:
         action = read_signal(driver, signal_table, args.signal)
+        # From here on the signal is named by its one text (a MongoDB signal whose `_id` is
+        # not a string may have been given in another Extended JSON form): the snapshot
+        # state, the watermarks and the plan name it so.
+        args.signal = action.id
         shaping = Shaping(config, driver.type_mapper())
         lakehouse = action.release == "lakehouse"
         if jvm_reader is None or args.read_with == "python":

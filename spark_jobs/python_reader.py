@@ -29,6 +29,7 @@ from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.errors import TidemarkError
 from cdc_core.snapshot.requests import Shaping
 from cdc_core.snapshot.staging import filesystem_for, write_bytes_whole
+from spark_jobs.snapshot_plan import signal_folder
 from spark_jobs.snapshot_windows import run_windows
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ POLL_S = 0.05
 
 
 def handoff_uri(staging: str, signal_id: str, run: str, task: int) -> str:
-    return f"{staging.rstrip('/')}/{signal_id}/run-{run}-task-{task}.json"
+    return f"{signal_folder(staging, signal_id)}/run-{run}-task-{task}.json"
 
 
 def write_handoff(uri: str, run: str, body: dict[str, Any]) -> None:

@@ -15,7 +15,9 @@ of windows, without the signal; it is read as it is.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,8 +28,26 @@ PLAN_VERSION = 1
 WINDOW_FIELDS = ("table", "key", "condition", "lo", "hi", "index", "of", "exact")
 
 
+_PLAIN = re.compile(r"[A-Za-z0-9._~@+=,-]{1,128}")
+
+
+def signal_folder(staging: str, signal_id: str) -> str:
+    """The folder of a snapshot's plan and staged windows under `staging`: the signal's id
+    where it is a plain name (every id Airflow or a person types; the folder it has always
+    been), else a name made of its plain characters and a digest of the whole id. A
+    MongoDB signal's `{"$oid": "..."}` holds quotes, braces, a `$`, a colon and a space,
+    and a colon in a path segment is more than Hadoop's paths take (the Delta merge reads
+    a lakehouse release's staged files with Spark)."""
+    if _PLAIN.fullmatch(signal_id) and signal_id not in (".", ".."):
+        name = signal_id
+    else:
+        plain = re.sub(r"[^A-Za-z0-9._-]+", "_", signal_id).strip("._")[:64]
+        name = f"signal-{plain}-{hashlib.sha256(signal_id.encode()).hexdigest()[:16]}"
+    return f"{staging.rstrip('/')}/{name}"
+
+
 def plan_uri(staging: str, signal_id: str) -> str:
-    return f"{staging.rstrip('/')}/{signal_id}/plan.json"
+    return f"{signal_folder(staging, signal_id)}/plan.json"
 
 
 def load_plan(uri: str, signal_id: str) -> list[dict[str, Any]] | None:

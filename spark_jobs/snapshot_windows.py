@@ -21,6 +21,7 @@ from cdc_core.snapshot.keycodec import decode_key
 from cdc_core.snapshot.requests import Shaping
 from cdc_core.snapshot.staged_form import StagedForm
 from spark_jobs import staged_types
+from spark_jobs.snapshot_plan import signal_folder
 
 
 def open_window(source: SourceSession, signal_id: str, w: dict[str, Any]) -> str:
@@ -131,4 +132,4 @@ def read_events(
 
 def table_staging(staging: str, signal_id: str, table: TableId, partition: str | None = None) -> str:
     part = "" if partition is None else f"@{partition}"
-    return f"{staging.rstrip('/')}/{signal_id}/{table.database}.{table.table}{part}"
+    return f"{signal_folder(staging, signal_id)}/{table.database}.{table.table}{part}"

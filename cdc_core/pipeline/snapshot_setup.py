@@ -92,6 +92,7 @@ def snapshot_stage(
         staged_form=staged_form,
         partitions=source.partitions,
         refused_keep_ms=keep_ms,
+        excluded_by=tables.excluded_by,
     )
     initial = (
         committed is None

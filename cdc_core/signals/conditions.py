@@ -17,26 +17,40 @@ where and why.
                 | column ["NOT"] "LIKE" string
     cmp        := "=" | "!=" | "<>" | "<" | "<=" | ">" | ">="
     column     := name | `quoted name` | "quoted name"
+                | name ("." part)*          (a field path; document collections only)
     literal    := number | 'string' ('' escapes a quote) | TRUE | FALSE
+                | ObjectId('24 hex digits')  (document collections only)
+                | ISODate('2025-03-01T10:00:00Z')     (an instant; UTC without an offset)
+                | TIMESTAMP '2025-03-01 10:00:00'     (SQL's; with an offset, an instant)
+                | DATE '2025-03-01'
+
+Keywords and the literal words are case-insensitive. A document collection's filter names
+any field (`condition_fields`), a nested one by its dotted path (`address.city`, or in
+backquotes); no part of a path is empty or starts with `$`. ObjectId is a MongoDB value: a
+SQL table's filter that uses one is refused. A date literal is bound as a date or
+timestamp by a SQL source (an instant as UTC, the chunk readers' session time zone) and
+is a BSON date in a document collection (a DATE at midnight UTC, a TIMESTAMP without
+offset in UTC).
+
+A document collection's filter may instead be a JSON query document, Debezium's MongoDB
+form (`{"color": "blue", "qty": {"$gt": 5}}`): see `query_documents.py` for what it
+allows. A SQL table's filter that is one is refused with the reason.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.errors import TidemarkError
+from cdc_core.signals.literals import MAX_DIGITS as MAX_DIGITS  # the number limits, named here too
+from cdc_core.signals.literals import MAX_EXPONENT as MAX_EXPONENT
+from cdc_core.signals.literals import LiteralError, sql_value
 
 MAX_LENGTH = 4096
 MAX_DEPTH = 32
 MAX_IN_LIST = 1000
-# A number literal's bounds: MySQL's DECIMAL digits and a double's exponent. Beyond them no
-# source compares exactly, and `1e999999999` written out for a server is a gigabyte of text.
-MAX_DIGITS = 65
-MAX_EXPONENT = 308
 
 
 class ConditionError(TidemarkError):
@@ -89,206 +103,38 @@ class Junction:
     operands: tuple[Condition, ...]
 
 
-Condition = Compare | InList | Between | IsNull | Like | Not | Junction
-
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<number>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
-  | (?P<string>'(?:[^']|'')*')
-  | (?P<bquoted>`(?:[^`]|``)+`)
-  | (?P<dquoted>"(?:[^"]|"")+")
-  | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-  | (?P<op><=|>=|<>|!=|=|<|>)
-  | (?P<punct>[(),])
-    """,
-    re.VERBOSE,
-)
-_KEYWORDS = {"AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "LIKE", "TRUE", "FALSE"}
-
-
 @dataclass(frozen=True)
-class _Token:
-    kind: str
+class QueryDocument:
+    """A JSON query document (`query_documents.py`): its text, and the document it was
+    checked into, with Extended JSON values as typed literals (`literals.py`)."""
+
     text: str
-    at: int
+    document: Any = field(compare=False, hash=False)
+
+    @property
+    def fields(self) -> set[str]:
+        """The field paths it names at the top level and under `$and`/`$or`/`$nor`."""
+        found: set[str] = set()
+
+        def walk(doc: Any) -> None:
+            for key, value in doc.items():
+                if key in ("$and", "$or", "$nor"):
+                    for part in value:
+                        walk(part)
+                elif not key.startswith("$"):
+                    found.add(key)
+
+        walk(self.document)
+        return found
 
 
-def _tokens(text: str) -> list[_Token]:
-    found: list[_Token] = []
-    at = 0
-    while at < len(text):
-        m = _TOKEN.match(text, at)
-        if m is None:
-            raise ConditionError(f"unexpected character {text[at]!r} at offset {at}")
-        kind = m.lastgroup or ""
-        if kind != "ws":
-            found.append(_Token(kind, m.group(), at))
-        at = m.end()
-    return found
-
-
-class _Parser:
-    def __init__(self, text: str, columns: Iterable[str]) -> None:
-        self.text = text
-        self.tokens = _tokens(text)
-        self.i = 0
-        self.depth = 0
-        self.any_field = columns is ANY_FIELD
-        self.columns = {c.lower(): c for c in columns}
-
-    def error(self, message: str) -> ConditionError:
-        where = self.tokens[self.i].at if self.i < len(self.tokens) else len(self.text)
-        return ConditionError(f"{message} at offset {where} in {self.text!r}")
-
-    def peek(self) -> _Token | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def keyword(self, *words: str) -> str | None:
-        token = self.peek()
-        if token is not None and token.kind == "word" and token.text.upper() in words:
-            self.i += 1
-            return token.text.upper()
-        return None
-
-    def expect_keyword(self, word: str) -> None:
-        if self.keyword(word) is None:
-            raise self.error(f"expected {word}")
-
-    def punct(self, symbol: str) -> bool:
-        token = self.peek()
-        if token is not None and token.kind == "punct" and token.text == symbol:
-            self.i += 1
-            return True
-        return False
-
-    def parse(self) -> Condition:
-        if not self.tokens:
-            raise ConditionError("empty condition")
-        condition = self.disjunction()
-        if self.peek() is not None:
-            raise self.error(f"unexpected {self.peek().text!r}")  # type: ignore[union-attr]
-        return condition
-
-    def disjunction(self) -> Condition:
-        operands = [self.conjunction()]
-        while self.keyword("OR"):
-            operands.append(self.conjunction())
-        return operands[0] if len(operands) == 1 else Junction("OR", tuple(operands))
-
-    def conjunction(self) -> Condition:
-        operands = [self.negation()]
-        while self.keyword("AND"):
-            operands.append(self.negation())
-        return operands[0] if len(operands) == 1 else Junction("AND", tuple(operands))
-
-    def negation(self) -> Condition:
-        self.depth += 1
-        if self.depth > MAX_DEPTH:
-            raise self.error("condition nested too deeply")
-        try:
-            if self.keyword("NOT"):
-                return Not(self.negation())
-            if self.punct("("):
-                inner = self.disjunction()
-                if not self.punct(")"):
-                    raise self.error("expected ')'")
-                return inner
-            return self.predicate()
-        finally:
-            self.depth -= 1
-
-    def column(self) -> str:
-        token = self.peek()
-        if token is None:
-            raise self.error("expected a column name")
-        if token.kind == "word" and token.text.upper() not in _KEYWORDS:
-            name = token.text
-        elif token.kind == "bquoted":
-            name = token.text[1:-1].replace("``", "`")
-        elif token.kind == "dquoted":
-            name = token.text[1:-1].replace('""', '"')
-        else:
-            raise self.error(f"expected a column name, found {token.text!r}")
-        # A document path: no part empty or an operator's (`a.$gt`), no NUL.
-        path = self.any_field and "\0" not in name and all(p and p[0] != "$" for p in name.split("."))
-        known = name if path else None
-        known = known or self.columns.get(name.lower())
-        if known is None:
-            hint = " (string literals need single quotes)" if token.kind == "word" else ""
-            raise self.error(f"unknown column {name!r}{hint}")
-        self.i += 1
-        return known
-
-    def number(self, text: str) -> int | Decimal:
-        try:
-            value = Decimal(text)  # the token is a number's syntax: this fails on its size alone
-        except InvalidOperation:
-            value = None
-        if value is None or len(value.as_tuple().digits) > MAX_DIGITS or abs(value.adjusted()) > MAX_EXPONENT:
-            raise self.error(
-                f"the number {text[:40]!r} is out of range: at most {MAX_DIGITS} digits, exponents "
-                f"within ±{MAX_EXPONENT}"
-            )
-        return int(value) if re.fullmatch(r"[-+]?\d+", text) else value
-
-    def literal(self) -> Any:
-        token = self.peek()
-        if token is None:
-            raise self.error("expected a value")
-        self.i += 1
-        if token.kind == "number":
-            return self.number(token.text)
-        if token.kind == "string":
-            return token.text[1:-1].replace("''", "'")
-        if token.kind == "word" and token.text.upper() in ("TRUE", "FALSE"):
-            return token.text.upper() == "TRUE"
-        self.i -= 1
-        if token.kind == "word" and token.text.upper() not in _KEYWORDS:
-            raise self.error(
-                f"expected a value, found {token.text!r}: comparing columns is not allowed; quote strings as "
-                f"'{token.text}'"
-            )
-        raise self.error(f"expected a value, found {token.text!r}")
-
-    def predicate(self) -> Condition:
-        column = self.column()
-        token = self.peek()
-        if token is not None and token.kind == "op":
-            self.i += 1
-            op = "!=" if token.text == "<>" else token.text
-            return Compare(column, op, self.literal())
-        if self.keyword("IS"):
-            negated = self.keyword("NOT") is not None
-            self.expect_keyword("NULL")
-            return IsNull(column, negated)
-        negated = self.keyword("NOT") is not None
-        if self.keyword("IN"):
-            if not self.punct("("):
-                raise self.error("expected '(' after IN")
-            values = [self.literal()]
-            while self.punct(","):
-                values.append(self.literal())
-                if len(values) > MAX_IN_LIST:
-                    raise self.error(f"IN lists are limited to {MAX_IN_LIST} values")
-            if not self.punct(")"):
-                raise self.error("expected ')' to close the IN list")
-            return InList(column, tuple(values), negated)
-        if self.keyword("BETWEEN"):
-            low = self.literal()
-            self.expect_keyword("AND")
-            return Between(column, low, self.literal(), negated)
-        if self.keyword("LIKE"):
-            pattern = self.literal()
-            if not isinstance(pattern, str):
-                raise self.error("LIKE needs a string pattern")
-            return Like(column, pattern, negated)
-        raise self.error(f"expected a comparison after column {column!r}")
+Condition = Compare | InList | Between | IsNull | Like | Not | Junction | QueryDocument
 
 
 class _AnyField(tuple):
-    """The fields of a document collection: any name (a path in backquotes, `a.b`), except
-    one starting with `$`, which a document database would read as an operator."""
+    """The fields of a document collection: any name or dotted path (`a.b`), except one
+    with an empty part or a part starting with `$`, which a document database would read
+    as an operator."""
 
 
 ANY_FIELD = _AnyField()
@@ -306,7 +152,18 @@ def parse_condition(text: str, columns: Iterable[str]) -> Condition:
         raise ConditionError("a filter must be a string")
     if len(text) > MAX_LENGTH:
         raise ConditionError(f"a filter is limited to {MAX_LENGTH} characters")
-    return _Parser(text, columns).parse()
+    from cdc_core.signals.condition_grammar import GrammarParser  # (it imports this module's tree)
+
+    if text.lstrip().startswith("{"):
+        if columns is not ANY_FIELD:
+            raise ConditionError(
+                'a JSON query document ({"color": "blue"}, Debezium\'s MongoDB form) filters a document '
+                "collection; this table's filter is written in the grammar, e.g. color = 'blue'"
+            )
+        from cdc_core.signals.query_documents import parse_query_document
+
+        return parse_query_document(text)
+    return GrammarParser(text, columns, columns is ANY_FIELD).parse()
 
 
 def render(
@@ -316,7 +173,10 @@ def render(
     params: list[Any] = []
 
     def value(v: Any) -> str:
-        params.append(v)
+        try:
+            params.append(sql_value(v))
+        except LiteralError as exc:
+            raise ConditionError(str(exc)) from None
         return placeholder
 
     def walk(c: Condition) -> str:
@@ -334,6 +194,8 @@ def render(
             return f"{quote(c.column)} {'NOT LIKE' if c.negated else 'LIKE'} {value(c.pattern)}"
         if isinstance(c, Not):
             return f"NOT ({walk(c.operand)})"
+        if isinstance(c, QueryDocument):
+            raise ConditionError("a JSON query document filters a document collection, not a SQL table")
         return "(" + f" {c.op} ".join(walk(o) for o in c.operands) + ")"
 
     return walk(condition), params
@@ -345,4 +207,6 @@ def columns_of(condition: Condition) -> set[str]:
         return columns_of(condition.operand)
     if isinstance(condition, Junction):
         return set().union(*(columns_of(o) for o in condition.operands))
+    if isinstance(condition, QueryDocument):
+        return condition.fields
     return {condition.column}

@@ -53,8 +53,9 @@ def requested_tables(
 ) -> list[RequestedTable]:
     """Every table the request names, with its chunk key and parsed filter; a
     TidemarkError naming every problem otherwise."""
+    capture = TableFilter(config)
     tables, problems = matching_tables(
-        action.collections, session.list_tables(), TableFilter(config).captures
+        action.collections, session.list_tables(), capture.captures, excluded_by=capture.excluded_by
     )
     problems += action.unmatched_conditions(tables)
     if problems:

@@ -50,7 +50,9 @@ class SnapshotActions:
 
     def execute_snapshot(self, action: ExecuteSnapshot, item: RowChange | None = None) -> None:
         """execute-snapshot: the tables, keys and filters checked, then the snapshot begun."""
-        tables, problems = matching_tables(action.collections, self.schemas, self.captures)
+        tables, problems = matching_tables(
+            action.collections, self.schemas, self.captures, self._source_tables, self.excluded_by
+        )
         problems += action.unmatched_conditions(tables)
         if problems:
             raise SignalError("; ".join(problems))
@@ -95,6 +97,17 @@ class SnapshotActions:
                 release=action.release,
             )
         )
+
+    def _source_tables(self) -> list[TableId]:
+        """The source's tables now, captured or not (asked only to explain a refusal: the
+        streamer knows the captured ones alone)."""
+        if self.open_chunk_source is None:
+            return []
+        session = self.open_chunk_source()
+        try:
+            return list(session.list_tables())
+        finally:
+            session.close()
 
     def _entries(
         self, table_id: TableId, key: tuple[str, ...], condition: str | None = None

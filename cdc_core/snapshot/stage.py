@@ -92,6 +92,7 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         staged_form: Callable[[TableSchema, tuple[str, ...]], StagedForm] | None = None,
         partitions: Callable[[TableId], tuple[str | None, ...]] = lambda _t: (None,),
         refused_keep_ms: int = 7 * DAY_MS,  # `signal.refused.retention.days`
+        excluded_by: Callable[[TableId], str] | None = None,  # which capture filter leaves a table out
     ) -> None:
         self.context = context
         self.refused_keep_ms = refused_keep_ms
@@ -106,6 +107,7 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         self.positions = positions
         self.staged_form = staged_form  # the connector's column rules over a table and snapshot key
         self.partitions = partitions  # the source's parts with a log of their own (`Source.partitions`)
+        self.excluded_by = excluded_by
         self._window_inbox: deque[tuple[str, Any]] = deque()
         self._to_open: list[Window] = []  # read-only windows waiting for a transaction boundary
         self._opened_at: dict[str, dict[str, Any] | None] = {}
@@ -304,8 +306,15 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
         schema = item.table
         values = dict(zip(schema.column_names, item.after, strict=False))
         signal_id, kind, data = values.get("id"), values.get("type"), values.get("data")
-        if not isinstance(signal_id, str) or not isinstance(kind, str):
-            self._fail(RawSignal(str(signal_id), str(kind), data, "source"), "id and type must be strings")
+        problem = _malformed_row(signal_id, kind)
+        if problem:
+            raw = RawSignal(
+                "" if signal_id is None else str(signal_id),
+                kind if isinstance(kind, str) else "",
+                data,
+                "source",
+            )
+            self._fail(raw, problem)
             return []
         if kind in (WINDOW_OPEN, WINDOW_CLOSE):
             with contextlib.suppress(orjson.JSONDecodeError, TypeError, AttributeError):
@@ -366,3 +375,23 @@ class SnapshotStage(SnapshotActions, WindowReleases, ReadOnlyWindows, BlockingSn
             last = max((self._activity.get(i, self._started) for i in ids), default=self._started)
             entry["idle_ms"] = int((now - last) * 1000)
         return {**progress, "open_windows": len(self.tracker)}
+
+
+def _malformed_row(signal_id: Any, kind: Any) -> str:
+    """What a signal row lacks to be a signal ("" when nothing): each missing or mistyped
+    field by name, with what it should hold."""
+    problems = []
+    if signal_id is None or signal_id == "":
+        problems.append("it has no id")
+    elif not isinstance(signal_id, str):
+        problems.append(f"its id is a {type(signal_id).__name__}, not text")
+    if kind is None or kind == "":
+        problems.append("it has no type")
+    elif not isinstance(kind, str):
+        problems.append(f"its type is a {type(kind).__name__} ({kind!r}), not text")
+    if not problems:
+        return ""
+    return (
+        f"not a signal: {' and '.join(problems)} (a signal is {{id, type, data}}; type names what to do, "
+        f"e.g. execute-snapshot, stop-snapshot, pause-snapshot, resume-snapshot, log)"
+    )

@@ -13,7 +13,8 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from bson import Binary, Code, Decimal128, Int64, ObjectId, json_util
+from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Timestamp, json_util
+from bson.dbref import DBRef
 
 from tests.support.mongo.capture import (
     AS_CLIENT,
@@ -59,11 +60,17 @@ def typed_document(i: int) -> dict:
     }
 
 
-def test_mixed_id_types_are_chunked_in_bson_order_each_document_once(mongodb, db, tmp_path):
+@pytest.mark.parametrize("chunk", [2, 3])
+def test_mixed_id_types_are_chunked_in_bson_order_each_document_once(mongodb, db, tmp_path, chunk):
+    """Every `_id` type the test server can hold (it cannot sort JavaScript code, whose
+    bracket `tests/unit/test_mongodb_id_order.py` checks), each window a bracket's range or
+    the brackets beyond its bound; with windows of 2, an `_id` of null is a window's bound."""
     ids = [None, -5, 2.5, 7, Int64(10), "a", "b", "zz", {"k": 1}, {"k": 2}, Binary(b"\x01", 0), ObjectId()]
     ids += [False, True, dt.datetime(2020, 1, 1, tzinfo=dt.UTC), dt.datetime(2021, 1, 1, tzinfo=dt.UTC)]
+    ids += [MinKey(), MaxKey(), Timestamp(5, 1), Timestamp(5, 2), Decimal128("7.5"), DBRef("c", 1)]
+    ids += [Binary(b"\x00\x02", 0), dt.datetime(1960, 1, 1, tzinfo=dt.UTC), Int64(2**62), "", {}]
     db["mixed"].insert_many([{"_id": v, "n": i} for i, v in enumerate(ids)])
-    c = connector(mongodb, tmp_path, db.name, {"incremental.snapshot.chunk.size": 3})
+    c = connector(mongodb, tmp_path, db.name, {"incremental.snapshot.chunk.size": chunk})
     proc = start_process(c)
     try:
         wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
@@ -77,7 +84,8 @@ def test_mixed_id_types_are_chunked_in_bson_order_each_document_once(mongodb, db
     got = [json_util.loads(e["after"], json_options=AS_CLIENT)["_id"] for e in reads]
     in_server_order = [d["_id"] for d in db["mixed"].find().sort("_id", 1)]
     assert got == in_server_order  # every document once, in the order MongoDB sorts `_id`s
-    assert finished(c, "snap-mixed")["tables"][0]["windows_done"] >= len(ids) // 3
+    assert sorted(map(json_util.dumps, got)) == sorted(map(json_util.dumps, ids))
+    assert finished(c, "snap-mixed")["tables"][0]["windows_done"] >= len(ids) // chunk
 
 
 def test_id_ranges_are_answered_as_the_matcher_answers_them(db):
@@ -231,7 +239,9 @@ def test_a_chunk_job_whose_plan_fails_ends_its_waiting_tasks_and_reports_the_pla
     signal(c, "spark-bad", data)
     staging = tmp_path / "staging"
     args = ["--config", str(c.path), "--staging", str(staging), "--parallelism", "2", "--signal", "spark-bad"]
-    with pytest.raises(TidemarkError, match="unexpected character '{'"):
+    with pytest.raises(
+        TidemarkError, match=r"\$where is not allowed in a filter: it runs JavaScript on the server"
+    ):
         chunk_job(args)
     assert sorted(p.name for p in staging.rglob("*") if p.is_file()) == []
     assert [d["type"] for d in db["debezium_signal"].find({})] == ["execute-snapshot"]
@@ -244,7 +254,7 @@ def test_a_where_filter_is_refused_and_nothing_runs(mongodb, db, tmp_path):
     hostile = [
         '{"$where": "sleep(1000) || true"}',
         "$where = 'function() { return true }'",
-        "v > 0 OR this.v = 1",
+        "v > 0 OR sleep(1000) = 0",  # (`this.v = 1` is a field path now, and no code)
         "v = 1; db.t.drop()",
     ]
     try:
@@ -257,6 +267,11 @@ def test_a_where_filter_is_refused_and_nothing_runs(mongodb, db, tmp_path):
             60,
             message="every hostile signal refused",
         )
+        reasons = {f["id"]: f["reason"] for f in status(c)["snapshots"]["failed_signals"]}
+        assert reasons["bad-0"] == "$where is not allowed in a filter: it runs JavaScript on the server"
+        assert reasons["bad-1"].startswith("unexpected character '$' at offset 0")
+        assert reasons["bad-2"].startswith("expected a comparison after column 'sleep'")
+        assert "unexpected character ';'" in reasons["bad-3"]
         db["t"].update_one({"_id": 1}, {"$set": {"v": 50}})  # streaming goes on
         wait_for(lambda: any(e["op"] == "u" for e in payloads(c, f"{c.prefix}.{db.name}.t")), 60)
         assert stop_process(proc) == 0
@@ -482,9 +497,9 @@ def test_a_windows_replies_read_whole_follow_the_cursor_and_an_error_kills_it(mo
     the transcoder whole: small batches give the same documents in `_id` order, and a
     reply that fails to render kills the cursor on the server."""
     from bson import Int64
-    from pymongo.database import Database
 
     from cdc_core.connectors.mongodb import raw_find, rendering
+    from tests.support.mongo.commands import CommandLog
 
     db["r"].insert_many([{"_id": i, "v": f"value {i}"} for i in range(250)])
     ids, texts = raw_find.find_documents(db["r"], {"_id": {"$gt": 9}}, batch_size=7)
@@ -502,18 +517,10 @@ def test_a_windows_replies_read_whole_follow_the_cursor_and_an_error_kills_it(mo
             raise ValueError("a reply the transcoder refused")
         return out
 
-    kills: list = []
-    command = Database.command
-
-    def recorded(self, spec, *args, **kwargs):
-        reply = command(self, spec, *args, **kwargs)
-        if isinstance(spec, dict) and "killCursors" in spec:
-            kills.append((spec["cursors"], reply.get("cursorsKilled")))
-        return reply
-
+    log = CommandLog()
     monkeypatch.setattr(rendering, "reply_documents", fails_on_the_second_reply)
-    monkeypatch.setattr(Database, "command", recorded)
-    with pytest.raises(ValueError, match="refused"):
-        raw_find.find_documents(db["r"], {}, batch_size=50)
+    with mongodb.client(event_listeners=[log]) as client, pytest.raises(ValueError, match="refused"):
+        raw_find.find_documents(client[db.name]["r"], {}, batch_size=50)
     assert cursors[1] != 0
+    kills = [(k.command["cursors"], k.reply.get("cursorsKilled")) for k in log.named("killCursors")]
     assert kills == [([Int64(cursors[1])], [cursors[1]])]  # the server killed the cursor left open

@@ -109,3 +109,68 @@ def test_a_document_collections_filter_may_name_any_field_but_no_operator():
     ):
         with pytest.raises(ConditionError):
             parse_condition(hostile, ANY_FIELD)
+
+
+def test_dotted_paths_name_a_document_collections_nested_fields_without_backquotes():
+    from cdc_core.signals.conditions import ANY_FIELD
+
+    condition = parse_condition("address.city = 'Oslo' AND items.0.sku IN ('a') AND `a.b` > 1", ANY_FIELD)
+    assert columns_of(condition) == {"address.city", "items.0.sku", "a.b"}
+    for hostile in ("a.$where = 1", "a..b = 1", "a. = 1", "$x.a = 1"):
+        with pytest.raises(ConditionError):
+            parse_condition(hostile, ANY_FIELD)
+    # a SQL table's filter: a dotted name is no column of it, and says where dots go
+    with pytest.raises(ConditionError, match="unknown column 'orders.color' .a dotted name is a field path"):
+        parse_condition("orders.color = 'x'", COLUMNS)
+
+
+def test_date_literals_are_bound_as_dates_and_timestamps_by_a_sql_source():
+    import datetime as dt
+
+    text = (
+        "created_at >= TIMESTAMP '2025-03-01 10:00:00.25' AND created_at < DATE '2025-03-02' "
+        "AND created_at <> ISODate('2025-03-01T12:00:00+02:00') AND created_at IN (TIMESTAMP '2025-03-01 11:00:00Z')"
+    )
+    assert sql(text) == (
+        "(`created_at` >= %s AND `created_at` < %s AND `created_at` != %s AND `created_at` IN (%s))",
+        [
+            dt.datetime(2025, 3, 1, 10, 0, 0, 250000),  # as written: SQL's wall-clock time
+            dt.date(2025, 3, 2),
+            dt.datetime(2025, 3, 1, 10, 0),  # an instant, as UTC (the readers' session time zone)
+            dt.datetime(2025, 3, 1, 11, 0),
+        ],
+    )
+    # the literal words are case-insensitive, and a column may still be named date
+    assert sql("created_at = date '2025-03-01'")[1] == [dt.date(2025, 3, 1)]
+    assert parse_condition("date = 1", ["date"]) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (
+            "id = ObjectId('596e275826f08b2730779e1f')",
+            "an ObjectId is a MongoDB value: no column of a SQL table",
+        ),
+        ('{"color": "blue"}', "filters a document collection; this table's filter is written in the grammar"),
+        ("created_at > DATE '2025-13-01'", "DATE '2025-13-01': month must be in 1..12"),
+        ("created_at > ISODate('yesterday')", "ISODate takes an ISO date or timestamp"),
+        ("created_at > TIMESTAMP '2025-03-01 25:00:00'", "hour must be in 0..23"),
+        ("created_at > ISODate(5)", "ISODate(...) takes one quoted text"),
+    ],
+)
+def test_literals_a_sql_table_cannot_compare_with_are_refused_with_the_reason(text, reason):
+    with pytest.raises(ConditionError, match=re.escape(reason)):
+        parse_condition(text, COLUMNS)
+
+
+def test_an_objectid_literal_in_a_document_collection_and_its_mistakes():
+    from cdc_core.signals.conditions import ANY_FIELD
+    from cdc_core.signals.literals import ObjectIdLiteral
+
+    condition = parse_condition('_id = ObjectId("596E275826F08B2730779E1F")', ANY_FIELD)
+    assert condition.value == ObjectIdLiteral("596e275826f08b2730779e1f")
+    with pytest.raises(ConditionError, match="an ObjectId is 24 hexadecimal digits, not '12'"):
+        parse_condition("_id = ObjectId('12')", ANY_FIELD)
+    # the word alone is a field name, as before
+    assert columns_of(parse_condition("ObjectId = 1", ANY_FIELD)) == {"ObjectId"}

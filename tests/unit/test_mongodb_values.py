@@ -119,13 +119,15 @@ def test_a_range_takes_the_whole_brackets_on_its_far_side():
                 "_id": {
                     "$type": [
                         "string", "symbol", "object", "array", "binData", "objectId", "bool", "date",
-                        "timestamp", "regex", "maxKey",
+                        "timestamp", "regex", "dbPointer", "javascript", "javascriptWithScope", "maxKey",
                     ]
                 }
             },
         ]
     }  # fmt: skip
-    assert up_to("m", frozenset({"undefined", "symbol"})) == {
+    assert up_to(
+        "m", frozenset({"undefined", "symbol", "dbPointer", "javascript", "javascriptWithScope"})
+    ) == {
         "$or": [
             {"_id": {"$lte": "m"}},
             {"_id": {"$type": ["minKey", "null", "double", "int", "long", "decimal"]}},
@@ -135,9 +137,13 @@ def test_a_range_takes_the_whole_brackets_on_its_far_side():
 
 
 def test_a_window_within_one_bracket_is_one_range_and_one_across_brackets_takes_both_sides():
-    assert chunk_filter(2.5, Int64(10), None) == {"_id": {"$gt": 2.5, "$lte": Int64(10)}}
-    assert chunk_filter(7, "a", None) == {"$and": [after(7), up_to("a")]}
-    assert chunk_filter(None, 7, None) == up_to(7) and chunk_filter(7, None, None) == after(7)
+    assert chunk_filter((2.5,), (Int64(10),), None) == {"_id": {"$gt": 2.5, "$lte": Int64(10)}}
+    assert chunk_filter((7,), ("a",), None) == {"$and": [after(7), up_to("a")]}
+    assert chunk_filter(None, (7,), None) == up_to(7) and chunk_filter((7,), None, None) == after(7)
+    # an `_id` of null is a bound like any other, not "no bound"
+    assert chunk_filter((None,), (7,), None) == {"$and": [after(None), up_to(7)]}
+    assert after(None, frozenset({"undefined"}))["_id"]["$type"][:2] == ["double", "int"]
+    assert up_to(None, frozenset({"undefined"})) == {"$or": [{"_id": None}, {"_id": {"$type": ["minKey"]}}]}
 
 
 def test_conditions_render_as_literals_of_the_named_fields():

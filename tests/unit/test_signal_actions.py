@@ -4,6 +4,7 @@ SignalError with the reason (the channel records it as failed, streaming goes on
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from cdc_core.schema.model import TableId
 from cdc_core.signals.actions import (
@@ -89,7 +90,7 @@ def test_defaults_and_other_actions():
         ),
         ("log", {}, "needs data.message"),
         ("drop-everything", {}, "unknown signal type"),
-        ("", {}, "unknown signal type"),
+        ("", {}, "the signal has no type: set type to one of execute-snapshot, log, "),
     ],
 )
 def test_malformed_signals_say_why(type_, data, reason):
@@ -111,10 +112,42 @@ def test_tables_outside_the_capture_list_are_refused():
     ).collections
     tables, problems = matching_tables(patterns, known, captured)
     assert tables == [TableId("shop", "orders"), TableId("shop", "users")]
-    assert problems == [
-        "'hr.salaries' matches only tables outside the capture list",
-        "'nope.x' matches no known table",
-    ]
+    assert problems[0].startswith(
+        "'hr.salaries' matches only tables outside the capture list: they exist, but the connector's capture "
+        "filters leave them out (hr.salaries)"
+    )
+    assert problems[1:] == ["'nope.x' matches no known table"]
+
+
+def test_a_table_the_streamer_does_not_know_is_named_as_existing_outside_the_filters(tmp_path):
+    """A MongoDB streamer knows only the collections it captures: a signal naming another
+    one was refused as naming "no known table". The source's own list tells the two apart,
+    and the refusal names the filter that leaves the table out, by the name the connector
+    file gave it."""
+    from cdc_core.config.connector_config import load_config
+    from cdc_core.filters import TableFilter
+
+    config = {
+        "name": "m", "connector.class": "mongodb", "topic.prefix": "m", "mongodb.connection.string": "mongodb://x",
+        "collection.include.list": "shop\\.orders",
+    }  # fmt: skip
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(config))
+    filters = TableFilter(load_config(tmp_path / "m.yaml", environ={}))
+    known = [TableId("shop", "orders")]  # the captured ones
+    listed = [TableId("shop", "orders"), TableId("shop", "secrets")]
+    patterns = parse("execute-snapshot", {"data-collections": ["shop.secrets", "shop.nothing"]}).collections
+    tables, problems = matching_tables(patterns, known, filters.captures, lambda: listed, filters.excluded_by)
+    assert tables == []
+    assert "shop.secrets: not matched by collection.include.list" in problems[0]
+    assert "matches only tables outside the capture list" in problems[0]
+    assert problems[1] == "'shop.nothing' matches no known table"
+    # the source away: the shorter reason, and the signal is still refused
+    _, problems = matching_tables(patterns, known, filters.captures, _unreachable, filters.excluded_by)
+    assert problems == ["'shop.secrets' matches no known table", "'shop.nothing' matches no known table"]
+
+
+def _unreachable():
+    raise OSError("connection refused")
 
 
 def test_each_signal_type_is_an_action_module_found_by_name():

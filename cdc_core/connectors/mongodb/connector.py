@@ -10,8 +10,13 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
+<<<<<<< HEAD
 from cdc_core.connector import DocumentIds, DocumentPatches
 from cdc_core.connectors.mongodb.landed_ids import PLAIN, landed_id
+=======
+from cdc_core.connector import DocumentPatches
+from cdc_core.connectors.mongodb import snapshot_reads, stream_pipeline
+>>>>>>> main
 from cdc_core.connectors.mongodb.patch import apply_update
 from cdc_core.schema.history import SchemaHistory
 
@@ -82,6 +87,47 @@ PROPERTIES: list[Property] = [
         default=500,
         minimum=1,
         description="How long a getMore waits for changes on an idle stream.",
+    ),
+    Property(
+        stream_pipeline.PIPELINE,
+        "str",
+        check=stream_pipeline.check_pipeline,
+        description="Aggregation stages added to the change stream, as Debezium's: a JSON array as text "
+        '(Extended JSON values, `{"$oid": ...}`, `{"$date": ...}`, are read as BSON), e.g. '
+        '`[{"$match": {"operationType": {"$ne": "delete"}}}]`. Only stages that run no code and keep '
+        "the events readable: `$match` (the signal collection's changes and collection drops and renames pass "
+        "whatever it says), `$project` excluding fields and `$unset`, on paths under `fullDocument`, "
+        "`fullDocumentBeforeChange` or `updateDescription.updatedFields` (not the document's `_id`); no `$where`, "
+        "`$function`, `$accumulator` or JavaScript code anywhere. Refused at load with the stage and the reason.",
+    ),
+    Property(
+        stream_pipeline.ORDER,
+        "enum",
+        default="internal_first",
+        choices=stream_pipeline.ORDERS,
+        description="Debezium's order of its own stages and `cursor.pipeline`'s. The connector's own part is "
+        "inside each `$match` (what passes whatever it says), so `internal_first` and `user_first` send the same "
+        "pipeline; `user_only` sends the stages as written: the signal collection's changes (signals, snapshot "
+        "watermarks) then pass only if the stages let them.",
+    ),
+    Property(
+        snapshot_reads.MODE,
+        "str",
+        default="primary",
+        check=snapshot_reads.check_mode,
+        description="Where snapshot reads (window boundaries and chunks, in process and on the Spark chunk "
+        "job's executors) go: a MongoDB read preference mode, `primary`, `primaryPreferred`, `secondary`, "
+        "`secondaryPreferred` or `nearest`. Each read runs in one causally consistent session with the watermark "
+        "writes (always on the primary), at read concern `majority` after the low watermark's operation time, so "
+        "a secondary answers once it has applied the watermark: exact, at the cost of waiting for replication. "
+        "The connection string's `readPreference` is not used for them.",
+    ),
+    Property(
+        snapshot_reads.TAGS,
+        "str",
+        check=snapshot_reads.check_tags,
+        description="Tag sets for `mongodb.snapshot.read.preference` (not `primary`): a JSON array, the first set "
+        'some eligible member matches wins, `{}` any member, e.g. `[{"dc": "east"}, {}]`.',
     ),
     Property(
         "mongodb.poll.interval.ms",

@@ -23,6 +23,7 @@ from typing import Any
 
 from cdc_core.connectors.mongodb.ext_json import millis_of, relaxed, strict
 from cdc_core.connectors.mongodb.shape import collection_schema
+from cdc_core.connectors.mongodb.signal_ids import signal_ref
 from cdc_core.connectors.mysql.source_info import TIDEMARK_VERSION
 from cdc_core.errors import TidemarkError
 from cdc_core.events.connect_schema import Schema, field, struct
@@ -256,7 +257,7 @@ class EventAssembler:
         if table == self.signal and kind == "insert" and isinstance(full, dict):
             data = full.get("data")
             values = (
-                str(full.get("_id")),
+                signal_ref(full.get("_id")),
                 full.get("type"),
                 data if isinstance(data, str) or data is None else relaxed(data),
             )

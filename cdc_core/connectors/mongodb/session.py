@@ -3,7 +3,9 @@
 Chunks are read as seed 002 describes (`_id` after the last key, up to the window's
 bound, sorted, a chunk at a time) in BSON order across `_id` types (`filters.py`);
 watermarks are documents inserted into the signal collection (`signal.data.collection`,
-`db.collection`), which the change stream carries in log order.
+`db.collection`), which the change stream carries in log order. Boundaries and chunks
+are read where `mongodb.snapshot.read.preference` says, in one causally consistent
+session with the watermark writes (`snapshot_reads.py`: why a secondary's chunk is exact).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
-from cdc_core.connectors.mongodb.filters import DEPRECATED, chunk_filter
+from cdc_core.connectors.mongodb.filters import PROBED, chunk_filter
 from cdc_core.connectors.mongodb.shape import DOCUMENT, ID, MongoTypeMapper, collection_schema
+from cdc_core.connectors.mongodb.snapshot_reads import SnapshotReads, read_preference
 from cdc_core.errors import SourceUnavailableError, TidemarkError
 from cdc_core.schema.model import TableId, TableSchema
 from cdc_core.snapshot.chunks import ChunkPlan, Key, chained_boundaries
@@ -79,14 +82,17 @@ class MongoSession:
     """`cdc_core.connector.SourceSession` on a MongoDB deployment."""
 
     def __init__(self, config: ConnectorConfig) -> None:
+        preference = read_preference(config)
         self.client = client_for(config)
         self.where = hosts_of(config.get("mongodb.connection.string"))
         ping(self.client, self.where)
         signal = config.get("signal.data.collection")
         self.signal = TableId.parse(signal) if signal else None
         self._unknown: frozenset[str] | None = None
+        self.reads = SnapshotReads(self.client, preference)
 
     def close(self) -> None:
+        self.reads.close()
         self.client.close()
 
     # ------------------------------------------------------------------ catalog
@@ -110,15 +116,15 @@ class MongoSession:
             raise TidemarkError(
                 f"{plan.table.id}: a collection is read in _id order (surrogate-key is not supported)"
             )
-        return self.client[plan.table.id.database][plan.table.id.table]
+        return self.reads.collection(plan.table.id.database, plan.table.id.table)
 
     def _unknown_types(self, collection: Any) -> frozenset[str]:
-        """The deprecated type aliases this server rejects (asked once per session)."""
+        """The type aliases of `PROBED` this server rejects (asked once per session)."""
         import pymongo.errors
 
         if self._unknown is None:
             unknown = set()
-            for alias in DEPRECATED:
+            for alias in PROBED:
                 try:
                     collection.find_one({ID: {"$type": alias}}, {ID: 1})
                 except pymongo.errors.OperationFailure:
@@ -128,16 +134,13 @@ class MongoSession:
 
     def _spec(self, collection: Any, plan: ChunkPlan, lo: Key | None, hi: Key | None) -> dict[str, Any]:
         """The filter of window (lo, hi]."""
-        return chunk_filter(
-            lo[0] if lo else None, hi[0] if hi else None, plan.condition, self._unknown_types(collection)
-        )
+        return chunk_filter(lo, hi, plan.condition, self._unknown_types(collection))
 
     def _find(self, plan: ChunkPlan, lo: Key | None, hi: Key | None, ids_only: bool = False) -> Any:
         """The documents of window (lo, hi] in `_id` order."""
         collection = self._collection(plan)
-        return collection.find(self._spec(collection, plan, lo, hi), {ID: 1} if ids_only else None).sort(
-            ID, 1
-        )
+        spec = self._spec(collection, plan, lo, hi)
+        return collection.find(spec, {ID: 1} if ids_only else None, session=self.reads.session).sort(ID, 1)
 
     def next_boundary(self, plan: ChunkPlan, lo: Key | None, size: int) -> Key | None:
         found = list(self._find(plan, lo, None, ids_only=True).skip(int(size) - 1).limit(1))
@@ -165,7 +168,9 @@ class MongoSession:
         if not rendering.available():
             return None
         collection = self._collection(plan)
-        ids, texts = find_documents(collection, self._spec(collection, plan, lo, hi))
+        ids, texts = find_documents(
+            collection, self._spec(collection, plan, lo, hi), session=self.reads.session
+        )
         return {ID: ids, DOCUMENT: texts}
 
     def exact_key_order(self, plan: ChunkPlan) -> bool:
@@ -189,18 +194,25 @@ class MongoSession:
         payload = orjson.dumps(data).decode()
         if len(payload) > MAX_SIGNAL_DATA * 64:
             raise TidemarkError(f"a {kind} signal of {len(payload)} characters is too long")
-        self._signals().insert_one({ID: signal_id, "type": kind, "data": payload})
+        # In the reads' session: the chunk read after it waits for it (`snapshot_reads.py`).
+        self._signals().insert_one({ID: signal_id, "type": kind, "data": payload}, session=self.reads.session)
 
     def read_signal(self, signal_id: str) -> Any:
+        """By the signal's text (`signal_ids.py`): a string `_id`, or the Extended JSON of
+        one of another type; the signal comes back named by its canonical text."""
         from cdc_core.connectors.mongodb.ext_json import relaxed
+        from cdc_core.connectors.mongodb.signal_ids import find_signal, signal_ref
         from cdc_core.signals.actions import RawSignal
 
-        doc = self._signals().find_one({ID: signal_id})
+        doc = find_signal(self._signals(), signal_id)
         if doc is None:
             return None
-        data = doc.get("data")
+        data, kind = doc.get("data"), doc.get("type")
         return RawSignal(
-            str(doc[ID]), str(doc.get("type")), data if isinstance(data, str) else relaxed(data), "source"
+            signal_ref(doc[ID]),
+            kind if isinstance(kind, str) else "",
+            data if isinstance(data, str) or data is None else relaxed(data),
+            "source",
         )
 
 

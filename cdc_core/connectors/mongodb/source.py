@@ -23,6 +23,7 @@ from cdc_core.connectors.mongodb.events import EventAssembler
 from cdc_core.connectors.mongodb.rendering import Renderer
 from cdc_core.connectors.mongodb.session import MongoSession, client_for, hosts_of, list_collections, ping
 from cdc_core.connectors.mongodb.shape import DocumentShaper, MongoTypeMapper, collection_schema
+from cdc_core.connectors.mongodb.stream_pipeline import ORDER, PIPELINE, change_stream_pipeline
 from cdc_core.errors import PositionLostError, SourceUnavailableError, TidemarkError
 from cdc_core.filters import TableFilter
 from cdc_core.schema.history import SchemaHistory
@@ -97,6 +98,7 @@ class MongoSource:
         self._stop = threading.Event()
         self._resume_after: Any = None
         self._start_at: Any = None
+        self.pipeline = change_stream_pipeline(config.get(PIPELINE), config.get(ORDER), self.signal)
 
     def type_mapper(self) -> MongoTypeMapper:
         return MongoTypeMapper()
@@ -167,8 +169,9 @@ class MongoSource:
 
     def _watch(self, start: dict[str, Any]) -> Any:
         """A change stream at the connector's scope from `start` (resume_after, start_after or
-        start_at_operation_time), its documents as `capture.mode` asks."""
-        options: dict[str, Any] = {"max_await_time_ms": self.await_ms, **start}
+        start_at_operation_time), its documents as `capture.mode` asks, through the stages of
+        `cursor.pipeline` (`stream_pipeline.py`)."""
+        options: dict[str, Any] = {"pipeline": self.pipeline, "max_await_time_ms": self.await_ms, **start}
         if "update_full" in self.mode:
             post_image = self.config.get("capture.mode.full.update.type") == "post_image"
             options["full_document"] = "required" if post_image else "updateLookup"

@@ -6,6 +6,8 @@ failed and streaming goes on. Formats (seeds 001, 002):
 
     execute-snapshot  {"data-collections": [regex, ...], "type": "incremental"|"blocking",
                        "additional-conditions": [{"data-collection": regex, "filter": text}],
+                       (a document collection's filter may be a JSON query document,
+                       as text or as an object: Debezium's MongoDB form)
                        "surrogate-key": column,
                        Tidemark's extensions: "tidemark.reader": "inprocess"|"spark",
                        "tidemark.release": "stream"|"lakehouse", "tidemark.chunk-size": n}
@@ -25,7 +27,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from cdc_core.schema.model import TableId
@@ -76,7 +78,10 @@ def registered() -> list[str]:
 
 
 def parse_signal(raw: RawSignal) -> Action:
-    action = _BY_NAME.get((raw.type or "").strip().lower())
+    name = (raw.type or "").strip().lower()
+    if not name:
+        raise SignalError(f"the signal has no type: set type to one of {', '.join(_BY_NAME)}")
+    action = _BY_NAME.get(name)
     if action is None:
         raise SignalError(f"unknown signal type {raw.type!r}; known: {', '.join(_BY_NAME)}")
     return action.parse(raw.id, signal_data(raw.data))
@@ -88,21 +93,62 @@ def apply_signal(action: Action, target: SignalTarget, item: Any = None) -> None
 
 
 def matching_tables(
-    patterns: Iterable[re.Pattern[str]], known: Iterable[TableId], captured: Any
+    patterns: Iterable[re.Pattern[str]],
+    known: Iterable[TableId],
+    captured: Any,
+    existing: Callable[[], Iterable[TableId]] | None = None,
+    excluded_by: Callable[[TableId], str] | None = None,
 ) -> tuple[list[TableId], list[str]]:
     """Tables the patterns name, and the reasons for any pattern that names nothing allowed.
 
     A pattern matching only tables outside the capture list is refused: a signal cannot
-    make the connector read tables it was not configured to read."""
+    make the connector read tables it was not configured to read. `known`: the tables the
+    caller knows (the streamer knows only captured ones for some sources); `existing`,
+    asked only when a pattern names none of them, lists the source's tables now, so the
+    refusal says whether the table is missing or left out by the filters
+    (`excluded_by`: which filter, for people)."""
     known = sorted(set(known))
     chosen: list[TableId] = []
     problems: list[str] = []
+    listed: list[TableId] | None = None
     for pattern in patterns:
         hits = [t for t in known if pattern.fullmatch(str(t))]
         allowed = [t for t in hits if captured(t)]
+        if not hits and existing is not None:
+            if listed is None:
+                listed = _listed(existing)
+            hits = [t for t in listed if pattern.fullmatch(str(t))]
         if not hits:
             problems.append(f"{pattern.pattern!r} matches no known table")
         elif not allowed:
-            problems.append(f"{pattern.pattern!r} matches only tables outside the capture list")
+            outside = [t for t in hits if not captured(t)]
+            if outside:
+                problems.append(_outside(pattern, outside, excluded_by))
+            else:  # captured, but not yet in the streamer's schemas
+                names = ", ".join(map(str, hits[:5]))
+                problems.append(
+                    f"{pattern.pattern!r} matches {names}, which the streamer has not seen yet (created since "
+                    f"it started, with no change captured): write to it or restart the streamer, then signal again"
+                )
         chosen.extend(t for t in allowed if t not in chosen)
     return chosen, problems
+
+
+def _listed(existing: Callable[[], Iterable[TableId]]) -> list[TableId]:
+    try:
+        return sorted(set(existing()))
+    except Exception:  # the source away: the refusal keeps its shorter reason
+        return []
+
+
+def _outside(pattern: re.Pattern[str], tables: list[TableId], excluded_by: Any) -> str:
+    shown = tables[:5]
+    why = [f"{t}: {excluded_by(t)}" if excluded_by and excluded_by(t) else str(t) for t in shown]
+    more = f" and {len(tables) - len(shown)} more" if len(tables) > len(shown) else ""
+    filters = "database.include.list/exclude.list, table.include.list/exclude.list"
+    return (
+        f"{pattern.pattern!r} matches only tables outside the capture list: they exist, but the connector's "
+        f"capture filters leave them out ({'; '.join(why)}{more}), and a snapshot reads captured tables only; "
+        f"add them to the filters ({filters}; for MongoDB also collection.include.list/exclude.list) to "
+        f"snapshot them"
+    )

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from cdc_core.schema.model import TableId
 from cdc_core.signals.actions.base import SignalError, SignalTarget, table_patterns
 
@@ -18,7 +20,7 @@ EXTENSIONS = ("tidemark.reader", "tidemark.release", "tidemark.chunk-size")
 @dataclass(frozen=True)
 class TableCondition:
     pattern: re.Pattern[str]
-    filter: str
+    filter: str  # the grammar's text, or a JSON query document's (`cdc_core.signals.conditions`)
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,13 @@ def parse_execute(signal_id: str, data: dict[str, Any]) -> ExecuteSnapshot:
         if not isinstance(entry, dict) or set(entry) - {"data-collection", "filter"}:
             raise SignalError("each additional condition is an object with data-collection and filter only")
         collection, text = entry.get("data-collection"), entry.get("filter")
+        if isinstance(text, dict):  # Debezium's MongoDB form as an object: kept as its JSON text
+            text = orjson.dumps(text).decode()
         if not isinstance(collection, str) or not isinstance(text, str) or not text.strip():
-            raise SignalError("each additional condition needs a data-collection and a non-empty filter")
+            raise SignalError(
+                "each additional condition needs a data-collection and a non-empty filter (text in the filter "
+                "grammar, or for a document collection a JSON query document)"
+            )
         (pattern,) = table_patterns([collection], "additional-conditions.data-collection")
         conditions.append(TableCondition(pattern, text))
     surrogate = data.get("surrogate-key")

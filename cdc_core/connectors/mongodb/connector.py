@@ -10,13 +10,9 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
-<<<<<<< HEAD
 from cdc_core.connector import DocumentIds, DocumentPatches
-from cdc_core.connectors.mongodb.landed_ids import PLAIN, landed_id
-=======
-from cdc_core.connector import DocumentPatches
 from cdc_core.connectors.mongodb import snapshot_reads, stream_pipeline
->>>>>>> main
+from cdc_core.connectors.mongodb.landed_ids import PLAIN, landed_id
 from cdc_core.connectors.mongodb.patch import apply_update
 from cdc_core.schema.history import SchemaHistory
 

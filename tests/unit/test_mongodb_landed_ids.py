@@ -90,7 +90,10 @@ def test_random_nested_ids_land_as_their_documents_write_them():
             lambda: Int64(rng.choice([-1, 1]) * rng.randint(2**31, 2**63 - 1)),
             lambda: rng.uniform(-1e6, 1e6),
             lambda: "".join(rng.choice('ab"\\$ é\t') for _ in range(rng.randint(0, 6))),
-            lambda: dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=rng.randint(-10**12, 10**13)),
+            lambda: (
+                dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+                + dt.timedelta(milliseconds=rng.randint(-(10**12), 10**13))
+            ),
             lambda: Binary(rng.randbytes(rng.randint(0, 9)), rng.choice([0, 3, 4, 5, 0x80])),
             lambda: ObjectId(rng.randbytes(12)),
         ]

@@ -11,6 +11,7 @@ BENCHMARKS = {
     "merge": "bench.merge_throughput",
     "vitess": "bench.vitess_throughput",
     "mongodb": "bench.mongodb_throughput",
+    "mongodb-landing": "bench.mongodb_landing",
 }
 
 

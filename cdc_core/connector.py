@@ -20,7 +20,9 @@ What a connector provides:
   executors;
 - `document_patches`: for a document source whose update events may carry their change
   alone, how the Delta merge applies such a change to the stored document
-  (`DocumentPatches`); None for sources whose events carry whole rows.
+  (`DocumentPatches`); None for sources whose events carry whole rows;
+- `document_ids`: for a document source, its record keys' text as the Delta table's
+  `_id` (`DocumentIds`); None for sources of rows.
 """
 
 from __future__ import annotations
@@ -124,6 +126,19 @@ class DocumentPatches:
     apply: Callable[[str | None, str], str | None]
 
 
+@dataclass(frozen=True)
+class DocumentIds:
+    """A document source's record keys as its Delta tables' `_id` column: `landed(text)`
+    rewrites the key's text in the form the landed documents write values, so a row's
+    `_id` reads as the `_id` in its `document`. It depends on the key's text alone (every
+    event of a document, with or without the document, lands under one `_id`) and runs
+    on Spark's executors (a module-level function). `plain`: a regex of key texts that
+    are their own landed form, which the merge keeps without calling `landed`."""
+
+    landed: Callable[[str | None], str | None]
+    plain: str
+
+
 class Connector(Protocol):
     """One kind of source (see the module docstring)."""
 
@@ -136,6 +151,7 @@ class Connector(Protocol):
     initial_snapshot_in_log: bool
     properties: Sequence[Property]
     document_patches: DocumentPatches | None
+    document_ids: DocumentIds | None
 
     def create_source(self, config: ConnectorConfig, history: SchemaHistory) -> Source: ...
 

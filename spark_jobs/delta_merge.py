@@ -172,6 +172,7 @@ def configured(options: MergeOptions | None, config: ConnectorConfig) -> MergeOp
         promoted=promoted.parse(config.get(promoted.PROPERTY) or []),
         key_columns=config.get("message.key.columns"),
         patches=connector_of(config).document_patches,
+        document_ids=connector_of(config).document_ids,
     )
 
 

@@ -42,6 +42,7 @@ class TableChanges:
     # More than one: the table's key changed within the batch, and each row's `KEY_SET`
     # is the index of its key here (`key_sets`); else empty.
     key_sets: tuple[tuple[str, ...], ...] = ()
+    documents: bool = False  # a document source's: `_id` and `document` (`records.DOCUMENT_FIELDS`)
 
 
 def key_columns(key_text: str | None, topic: str) -> tuple[str, ...]:
@@ -122,7 +123,7 @@ def table_changes(parsed: DataFrame, topics: set[str], shapes: Shapes) -> list[T
         missing = [k for k in {*keys, *(c for s in sets for c in s)} if k not in rows.columns]
         if missing:
             raise TidemarkError(f"events on {topic}: key column(s) {sorted(missing)} are not row columns")
-        out.append(TableChanges(topic, keys, rows, sets))
+        out.append(TableChanges(topic, keys, rows, sets, documents))
     return out
 
 

@@ -67,7 +67,9 @@ def decimal_shape(field: dict[str, Any]) -> tuple[int, int]:
     return max(precision, scale, 1), scale
 
 
-# A document source's document (spark_jobs/merge/records.py): its Extended JSON as a VARIANT.
+# A document source's document (spark_jobs/merge/records.py): its Extended JSON text as
+# the event carries it, which keeps what a VARIANT would not (members in their order,
+# -0.0, NaN, int32 apart from int64 and double).
 DOCUMENT = "tidemark.document"
 
 
@@ -75,7 +77,7 @@ def delta_type(field: dict[str, Any]) -> T.DataType:
     """The column's type in Delta."""
     name, kind = field.get("name"), field["type"]
     if name == DOCUMENT:
-        return T.VariantType()
+        return T.StringType()
     if name in _DATES or name == ISO_DATE:
         return T.DateType()
     if name in MILLIS | _MICROS | _NANOS or name == ISO_TIMESTAMP:
@@ -94,7 +96,7 @@ def convert(column: Column, field: dict[str, Any]) -> Column:
     """`column` (read as `json_type`) as `delta_type`."""
     name, kind = field.get("name"), field["type"]
     if name == DOCUMENT:
-        return document_variant(column)
+        return column
     if name in _DATES:
         return F.date_add(F.lit("1970-01-01").cast("date"), column)
     if name == ISO_DATE:
@@ -119,15 +121,6 @@ def convert(column: Column, field: dict[str, Any]) -> Column:
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1)
-
-
-def document_variant(text: Column) -> Column:
-    """A document's Extended JSON text as VARIANT. Strict Extended JSON (Debezium's
-    `after`, as the Java driver writes it) writes a NaN or infinite double as a bare `NaN`,
-    `Infinity` or `-Infinity`, which `parse_json` refuses: one such document failed every
-    batch of its table for good. Spark's JSON reader takes them (as doubles) and, in
-    FAILFAST mode, still fails on text that is not JSON, as `parse_json` does."""
-    return F.from_json(text, T.VariantType(), {"mode": "FAILFAST"})
 
 
 def delta_value(field: dict[str, Any]) -> Any:

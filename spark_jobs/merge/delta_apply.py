@@ -58,6 +58,7 @@ def merge_changes(
     partition_by: tuple[str, ...] = (),
     cluster_by: tuple[str, ...] = (),
     broadcast: bool = False,
+    documents: tuple[str, ...] = (),
     derived: dict[str, str] | None = None,
     tombstones: bool = True,
 ) -> None:
@@ -66,7 +67,9 @@ def merge_changes(
     carries `commit_metadata` (e.g. the source position reached) as its user metadata.
     `broadcast`: the batch is small enough to send to every task whole, so the table is
     joined with it where it lies instead of being shuffled by key (both of the MERGE's
-    passes; the table's size then costs a scan, not a shuffle). `derived`: columns computed
+    passes; the table's size then costs a scan, not a shuffle). `documents`: a document
+    source's document column, which an event without its document leaves as stored.
+    `derived`: columns computed
     from a document column (column -> its document), which keep their stored values
     where the event's document is missing, as the document does. `tombstones` False: a
     delete of a key the table lacks inserts nothing (`rekeying`: rows older than the
@@ -84,7 +87,6 @@ def merge_changes(
     on = " AND ".join(f"t.{quoted(k)} = s.{quoted(k)}" for k in keys)
     source = F.broadcast(changes) if broadcast else changes
     builder = DeltaTable.forPath(spark, path).alias("t").merge(source.alias("s"), on).withSchemaEvolution()
-    documents = [f.name for f in changes.schema.fields if isinstance(f.dataType, T.VariantType)]
     if documents:
         # An event without its document (a MongoDB delete without pre-images, an update
         # whose lookup found the document gone) keeps the stored one: a tombstone keeps

@@ -43,6 +43,7 @@ class TablePlan:
     fills: dict[str, Any] = field(default_factory=dict)  # columns the batch adds, with their defaults
     # More than one: the table's key changed within the batch; rows carry `key_sets.KEY_SET`
     key_sets: tuple[tuple[str, ...], ...] = ()
+    documents: tuple[str, ...] = ()  # a document source's document column (`records.DOCUMENT_FIELDS`)
 
 
 def ending_plan(
@@ -132,6 +133,7 @@ def _merged(
             commit,
             **layout,
             broadcast=not whole and estimated_bytes(plan.rows.schema, plan.events) <= table.broadcast_bytes,
+            documents=plan.documents,
             derived={p.field: promoted.DOCUMENT_COLUMN for p in table.promoted},
             tombstones=not late,
         )

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cdc_core.connector import DocumentPatches
+from cdc_core.connector import DocumentIds, DocumentPatches
 from cdc_core.errors import TidemarkError
 from spark_jobs.merge.promoted import Promoted
 from spark_jobs.merge.table_pool import DEFAULT_PARALLEL_TABLES
@@ -62,6 +62,7 @@ class MergeOptions:
     broadcast_mb: int | None = None
     promoted: dict[str, tuple[Promoted, ...]] = field(default_factory=dict)
     patches: DocumentPatches | None = None  # the source's change-only updates (`merge.patches`)
+    document_ids: DocumentIds | None = None  # its record keys as `_id` (`merge.document_ids`)
     parallel_tables: int = DEFAULT_PARALLEL_TABLES  # tables MERGEd at once (`merge.table_pool`)
     key_columns: str | None = None  # the connector's `message.key.columns`: keyless events' key
 

@@ -20,9 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from cdc_core.connector import DocumentPatches
-from spark_jobs.merge import connect_types
 from spark_jobs.merge.changes import ORDER_KEY, PATCH
-from spark_jobs.sql_names import column, columns, quoted
+from spark_jobs.sql_names import column, columns
 
 _STORED, _STORED_DELETED = "stored", "stored-deleted"  # the stored row's place in a key's history
 _STEP = T.StructType(
@@ -45,14 +44,14 @@ def rebuilt(
         return rows.drop(PATCH)
     touched = pending.select(*columns(keys)).distinct()
     steps = rows.join(touched, list(keys), "left_semi").select(
-        *columns(keys), *ORDER_KEY, "_cdc_op", F.to_json(quoted(document)).alias("_doc"), PATCH
+        *columns(keys), *ORDER_KEY, "_cdc_op", column(document).alias("_doc"), PATCH
     )
     if stored is not None:
         before = stored.join(touched, list(keys), "left_semi").select(
             *columns(keys),
             *ORDER_KEY,
             F.when(F.col("_cdc_deleted"), F.lit(_STORED_DELETED)).otherwise(F.lit(_STORED)).alias("_cdc_op"),
-            F.to_json(quoted(document)).alias("_doc"),
+            column(document).alias("_doc"),
             F.lit(None).cast("string").alias(PATCH),
         )
         steps = steps.unionByName(before)
@@ -71,7 +70,7 @@ def rebuilt(
         )
     )
     joined = rows.join(folded, [*keys, *ORDER_KEY], "left")
-    whole = F.coalesce(column(document), connect_types.document_variant(F.col("_rebuilt"))).alias(document)
+    whole = F.coalesce(column(document), F.col("_rebuilt")).alias(document)
     return joined.select(*[whole if c == document else column(c) for c in rows.columns if c != PATCH])
 
 

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from cdc_core.errors import TidemarkError
 from cdc_core.filters import configured_key
-from spark_jobs.merge import added_columns, evolution, patches, promoted, truncation
+from spark_jobs.merge import added_columns, document_ids, evolution, patches, promoted, truncation
 from spark_jobs.merge.batches import boundary_topics
 from spark_jobs.merge.changes import PATCH, merge_keys, table_changes
 from spark_jobs.merge.delta_apply import table_exists
@@ -59,6 +59,11 @@ def table_plans(
         if changes is None and name not in released:  # dropped, no event since: its rows end
             plans += [ending_plan(spark, name, path, table, stored, topic, marks[topic])] if stored else []
             continue
+        documents = (changes is not None and changes.documents) or (
+            name in released and released[name][0].documents
+        )
+        if documents:
+            document_ids.check_stored(name, stored)
         configured = configured_key(options.key_columns if options else None, name)
         keys = merge_keys(changes, released[name][0].key_columns if name in released else None, configured)
         like = rows.schema if rows is not None else stored
@@ -67,6 +72,9 @@ def table_plans(
             windows = release_rows(spark, released[name], like)
             rows, key_sets = with_windows(changes, windows, released[name][0].key_columns)
         assert rows is not None
+        ids = options.document_ids if options is not None else None
+        if documents and ids is not None:
+            rows = document_ids.landed(rows, ids)
         patcher = options.patches if options is not None else None
         if PATCH in rows.columns and patcher is None:
             rows = rows.drop(PATCH)  # (merged without the connector's settings: `configured`)
@@ -90,7 +98,9 @@ def table_plans(
         plan = TablePlan(
             name, path, rows, keys, table, stored, widen, events_in_batch, metadata, truncated, fills
         )
-        plans.append(replace(plan, key_sets=key_sets))
+        plans.append(
+            replace(plan, key_sets=key_sets, documents=(document_ids.DOCUMENT,) if documents else ())
+        )
     return plans
 
 

@@ -1,7 +1,8 @@
 """Top-level fields of a document collection promoted to typed Delta columns.
 
-A document lands whole as a VARIANT (`records.DOCUMENT_FIELDS`); readers who filter or
-join on a few fields want those as columns of their own, typed, statistics and all.
+A document lands whole as its Extended JSON text (`records.DOCUMENT_FIELDS`); readers who
+filter or join on a few fields want those as columns of their own, typed, statistics and
+all.
 `lakehouse.promoted.fields` names them per collection (`db.collection.field:type`). A
 promoted column is a function of the stored document and nothing else:
 
@@ -79,9 +80,11 @@ def _at(*path: str) -> str:
 
 
 def value(promoted: Promoted, document: str = DOCUMENT_COLUMN) -> Column:
-    """The field's value in `document` (a VARIANT column of Extended JSON) as the column's
-    type: the Extended JSON wrapper a type is written in is unwrapped first."""
-    kind, doc = promoted.type, quoted(document)
+    """The field's value in `document` (a column of Extended JSON text, read as a VARIANT:
+    Spark's JSON reader takes the bare `NaN` of strict Extended JSON, `parse_json` does
+    not) as the column's type: the Extended JSON wrapper a type is written in is
+    unwrapped first."""
+    kind, doc = promoted.type, f"from_json({quoted(document)}, 'variant')"
 
     def get(*path: str, as_type: str | None = None) -> str:
         return f"try_variant_get({doc}, {_at(promoted.field, *path)}, '{as_type or kind.simpleString()}')"

@@ -23,7 +23,6 @@ from cdc_core.errors import TidemarkError
 from cdc_core.events.ordering import OrderKey
 from cdc_core.events.topics import table_topic
 from spark_jobs.merge import connect_types
-from spark_jobs.merge.records import DOCUMENT, DOCUMENT_FIELDS
 from spark_jobs.sql_names import column, quoted
 
 
@@ -108,16 +107,8 @@ def release_rows(spark: SparkSession, releases: list[Release], like: T.StructTyp
     staged = spark.read.option("mergeSchema", "true").parquet(*[r.staged for r in releases])
     columns = staged.columns
     types = {f.name: f.dataType for f in like.fields} if like is not None else {}
-    # A document's staged JSON text lands parsed, as its events' documents do (a cast to
-    # VARIANT would keep the text as one string), whether or not the table exists yet.
-    documents = (
-        {f["field"]: f for f in DOCUMENT_FIELDS if f.get("name") == DOCUMENT} if releases[0].documents else {}
-    )
-    documents.update({c: DOCUMENT_FIELDS[1] for c, t in types.items() if isinstance(t, T.VariantType)})
 
     def landed(c: str) -> Column:
-        if c in documents:
-            return connect_types.convert(column(c), documents[c]).alias(c)
         return column(c).cast(types[c]).alias(c) if c in types else column(c)
 
     staged = staged.select(*[landed(c) for c in columns], F.col("_metadata.file_path").alias("_path"))

@@ -1,7 +1,6 @@
-"""MongoDB beyond the conformance suite: documents of different shapes and every BSON
-type round-tripped through the stream and a snapshot into Delta (VARIANT) and read back
-equal; `_id`s of mixed types chunked in BSON order; the Spark chunk job in both release
-modes; a `$where` filter refused with nothing run; a resume token the deployment no
+"""MongoDB beyond the conformance suite (documents of every type into Delta:
+test_mongodb_documents.py): `_id`s of mixed types chunked in BSON order; the Spark
+chunk job in both release modes; a `$where` filter refused with nothing run; a resume token the deployment no
 longer has stops the streamer with the way back. Against the MongoDB test server, or a
 real deployment when TIDEMARK_MONGODB_URI is set."""
 
@@ -10,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import math
 import uuid
 from decimal import Decimal
 
@@ -60,50 +58,6 @@ def typed_document(i: int) -> dict:
         "none": None,
         "nested": {"list": [1, "two", {"three": Int64(3)}], "empty": {}},
     }
-
-
-def test_documents_of_every_shape_and_type_land_in_delta_and_read_back_equal(mongodb, db, tmp_path, spark):
-    from spark_jobs.delta_merge import run_local
-
-    docs = db["docs"]
-    docs.insert_many([typed_document(i) for i in range(40)])  # before capture: the snapshot brings them
-    c = connector(mongodb, tmp_path / "connector", db.name, {"incremental.snapshot.chunk.size": 7})
-    proc = start_process(c)
-    try:
-        wait_for(lambda: (c.state / "status.json").exists(), 30, message="the streamer to start")
-        signal(c, "snap-1", {"data-collections": [f"{db.name}.docs"]})
-        docs.insert_one({"_id": 100, "shape": "another", "tags": ["a", "b"]})  # a different shape
-        docs.insert_one(typed_document(101))
-        odd = {"_id": 102, "nan": float("nan"), "inf": float("inf"), "ninf": float("-inf"), "js": Code("f()")}
-        docs.insert_one(odd)  # bare NaN/Infinity in strict Extended JSON once failed every batch
-        docs.update_one({"_id": 3}, {"$set": {"nested.list.0": 99, "added": "x"}, "$unset": {"none": ""}})
-        docs.replace_one({"_id": 4}, {"only": "this"})
-        docs.delete_one({"_id": 5})
-        finish(db, c, proc, "snap-1")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    root = str(tmp_path / "delta")
-    run_local(spark, c.config(), root, str(tmp_path / "checkpoint"))
-    merged = delta_documents(spark, root, f"{db.name}.docs", where="_id != '102'")  # (read below)
-    source = source_documents(docs)
-    odd_key = source.pop("102") and "102"
-    assert sorted(merged) == sorted(source)
-    for key, document in source.items():
-        assert merged[key] == document, key  # every BSON type back as it was (Int64 stays Int64)
-    [(nan, inf, ninf, js)] = (
-        spark.read.format("delta")
-        .load(f"{root}/{db.name}.docs")
-        .where(f"_id = '{odd_key}' AND NOT _cdc_deleted")
-        .selectExpr(
-            *[f"variant_get(document, '$.{f}', 'double')" for f in ("nan", "inf", "ninf")],
-            "to_json(document:js)",
-        )
-        .collect()
-    )
-    assert math.isnan(nan) and (inf, ninf) == (math.inf, -math.inf)
-    assert json.loads(js) == {"$code": "f()"}  # JavaScript stays code, not text
-    assert isinstance(merged["7"]["long"], Int64) and isinstance(merged["7"]["decimal"], Decimal128)
 
 
 @pytest.mark.parametrize("chunk", [2, 3])

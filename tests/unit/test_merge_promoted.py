@@ -61,11 +61,9 @@ def test_each_type_is_read_through_its_extended_json_wrapper(spark):
     ]
     entries = ["s:string", "i:int", "d:decimal(10,2)", "t:timestamp", "o:string", "b:boolean", "f:double"]
     spec = parse([f"x.y.{e}" for e in [*entries, "missing:date"]])["x.y"]
-    rows = spark.createDataFrame([(d,) for d in documents], "text STRING").select(
-        F.parse_json("text").alias("document")
-    )
+    rows = spark.createDataFrame([(d,) for d in documents], "document STRING")
     landed = with_columns(rows, spec).select(
-        F.expr("try_variant_get(document, '$._id', 'int')").alias("k"), *[p.field for p in spec]
+        F.get_json_object("document", "$._id").cast("int").alias("k"), *[p.field for p in spec]
     )
     got = {r["k"]: r.asDict() for r in landed.collect()}
     for row in got.values():

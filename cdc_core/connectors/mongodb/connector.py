@@ -10,9 +10,10 @@ from typing import Any
 
 from cdc_core.config.connector_config import ConnectorConfig
 from cdc_core.config.properties import Property
-from cdc_core.connector import DocumentPatches
+from cdc_core.connector import DocumentIds, DocumentPatches
 from cdc_core.connectors.mongodb import snapshot_reads, stream_pipeline
 from cdc_core.connectors.mongodb.field_rules import check_excludes, check_renames
+from cdc_core.connectors.mongodb.landed_ids import PLAIN, landed_id
 from cdc_core.connectors.mongodb.patch import apply_update
 from cdc_core.schema.history import SchemaHistory
 
@@ -170,6 +171,7 @@ class MongoDbConnector:
     properties = PROPERTIES
     initial_snapshot_in_log = False  # `snapshot.mode: initial` is an incremental snapshot
     document_patches = DocumentPatches("updateDescription", apply_update)
+    document_ids = DocumentIds(landed_id, PLAIN)
 
     def initial_snapshot_done(self, position: Mapping[str, Any]) -> bool:
         return True  # its initial snapshot is an incremental one, not in the log

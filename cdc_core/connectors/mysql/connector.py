@@ -67,6 +67,7 @@ class MySqlConnector:
     system_databases = frozenset({"mysql", "sys", "performance_schema", "information_schema"})
     initial_snapshot_in_log = False  # `snapshot.mode: initial` is an incremental snapshot
     document_patches = None  # its events carry whole rows
+    document_ids = None  # its tables have columns, not documents
     properties = PROPERTIES
 
     def initial_snapshot_done(self, position: Mapping[str, Any]) -> bool:

@@ -149,6 +149,7 @@ class VitessConnector:
     # The copy phase of VStream takes the initial snapshot: no watermark snapshot at first start.
     initial_snapshot_in_log = True
     document_patches = None  # its events carry whole rows
+    document_ids = None  # its tables have columns, not documents
 
     def initial_snapshot_done(self, position: Mapping[str, Any]) -> bool:
         """Past the copy phase: no table left to copy, none in progress on any shard."""

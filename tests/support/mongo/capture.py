@@ -50,14 +50,13 @@ def synced(db: Any, c: Connector, collection: str = "marker") -> None:
 
 def delta_documents(spark: Any, root: str, table: str, where: str = "true") -> dict[str, Any]:
     """`_id` → document of a Delta table (its live rows `where` holds), both read back as
-    BSON values (pyspark's VariantVal.toJson writes a NaN double as `nan`, which is not
-    JSON: such documents are read apart)."""
+    BSON values from their Extended JSON text."""
     from spark_jobs.merge.delta_apply import live_rows
 
     out = {}
     for row in live_rows(spark, f"{root}/{table}").where(where).collect():
         key = json_util.dumps(json_util.loads(row["_id"], json_options=AS_CLIENT))
-        out[key] = json_util.loads(row["document"].toJson(), json_options=AS_CLIENT)
+        out[key] = json_util.loads(row["document"], json_options=AS_CLIENT)
     return out
 
 

@@ -165,6 +165,20 @@ def test_id_ranges_are_answered_as_the_matcher_answers_them(db):
             assert walked == matched[skip : skip + 2], (window, skip)
 
 
+def varied(i: int) -> dict:
+    """A document whose fields and types depend on `i`."""
+    if i % 3 == 0:
+        return {"_id": i, "v": i % 7, "ref": ObjectId(f"{i:024x}"), "amount": Decimal128(f"{i}.5")}
+    if i % 3 == 1:
+        return {
+            "_id": i,
+            "label": f"row {i}",
+            "v": Int64(i),
+            "nested": {"at": dt.datetime(2025, 1, 1, tzinfo=dt.UTC)},
+        }
+    return {"_id": i, "v": float(i), "tags": ["a", i], "empty": {}}
+
+
 @pytest.mark.parametrize(
     ("release", "where"), [("stream", "own-spark"), ("lakehouse", "own-spark"), ("lakehouse", "connect")]
 )
@@ -176,7 +190,9 @@ def test_the_spark_chunk_job_reads_id_ranges_on_its_executors(
     from spark_jobs.delta_merge import run_local
     from spark_jobs.incremental_snapshot import main as chunk_job
 
-    db["items"].insert_many([{"_id": i, "v": i % 7, "label": f"row {i}"} for i in range(1200)])
+    # Documents of several shapes and types: a window staged for a stream release once
+    # took the union of its documents' fields (nulls where one had none) and lost types.
+    db["items"].insert_many([varied(i) for i in range(1200)])
     # no change while captured: its table is created from the released windows alone
     db["quiet"].insert_many([{"_id": f"q{i}", "at": dt.datetime(2025, 1, i + 1)} for i in range(20)])
     c = connector(mongodb, tmp_path / "connector", db.name)

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 # Dates out of Python's range read as BSON keeps them, not as an error.
 READ_BACK = json_util.JSONOptions(datetime_conversion=DatetimeConversion.DATETIME_AUTO, tz_aware=True)
-RAW = CodecOptions(document_class=RawBSONDocument)
+RAW = CodecOptions(document_class=RawBSONDocument, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
 OID = ObjectId("656f00000000000000000abc")
 IDS = [OID, "text-id", 7, Int64(2**40), {"region": "eu", "n": 100004}, Binary.from_uuid(uuid.UUID(int=9))]
 IDS += [dt.datetime(2024, 5, 1, 8, 30, tzinfo=dt.UTC), 2.5, Decimal128("12.50")]
@@ -116,7 +116,7 @@ def test_the_readmes_spark_sql_recipe_filters_projects_and_looks_up_by_id(landed
         (2, dt.datetime(2024, 2, 29, 12, 0, 0, 123000, tzinfo=dt.UTC), Decimal("20.10"))
     ]
     by_id = spark.sql(f'SELECT document FROM {table} WHERE _id = \'{{"$oid": "{OID}"}}\'').collect()
-    assert len(by_id) == 1 and json_util.loads(by_id[0].document)["_id"] == OID
+    assert len(by_id) == 1 and json_util.loads(by_id[0].document, json_options=READ_BACK)["_id"] == OID
     text_id = spark.sql(f"SELECT count(*) AS n FROM {table} WHERE _id = '\"text-id\"'").collect()
     assert text_id[0].n == 1
 

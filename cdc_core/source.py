@@ -237,6 +237,12 @@ class TypeMapper(Protocol):
         staged rows. Where the canonical form is a source value, `map_column`'s convert."""
         ...
 
+    def staged_digest(self, table: TableId) -> str:
+        """What shapes a snapshot's staged rows of `table` beside the column rules (a
+        document source's field rules), as text: part of the staged form's digest, so rows
+        staged under other settings are read again rather than released. Empty: nothing."""
+        ...
+
 
 @dataclass
 class SourceStatus:

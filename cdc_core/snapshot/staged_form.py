@@ -90,7 +90,7 @@ class StagedForm:
             [c.name, c.mapping.schema, [[type(r).__name__, *astuple(r)] for r in c.rules]]
             for c in shaped.values()
         ]
-        text = orjson.dumps([columns, described], option=orjson.OPT_SORT_KEYS)
+        text = orjson.dumps([columns, described, types.staged_digest(schema.id)], option=orjson.OPT_SORT_KEYS)
         self.digest = hashlib.sha256(text).hexdigest()[:16]
 
     def position(self, column: str) -> int:

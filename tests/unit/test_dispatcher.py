@@ -45,6 +45,9 @@ class FakeSource:
             def key_event_value(self, column):
                 return self.map_column(column, optional=False).convert
 
+            def staged_digest(self, table):
+                return ""
+
         return Mapper()
 
     def source_schema(self):

@@ -294,3 +294,25 @@ def test_snapshot_reads_apply_the_rules_as_the_stream_does():
     assert ids == [str(i) for i in range(60)]
     assert all('"g5": ' in t for t in texts)
     assert texts != [document_text(d, STRICT) for d in documents]
+
+
+def test_a_window_staged_under_other_field_rules_has_another_staged_form(tmp_path):
+    """The staged form's digest (which a window-close carries, and which the streamer
+    compares with its own before releasing) changes with the collection's field rules: a
+    window staged before a field was excluded is read again rather than released with it."""
+    from cdc_core.connectors.mongodb.field_rules import FieldRules
+    from cdc_core.connectors.mongodb.shape import MongoTypeMapper, collection_schema
+    from cdc_core.filters import ColumnRules
+    from cdc_core.schema.model import TableId
+    from cdc_core.snapshot.staged_form import StagedForm
+    from tests.unit.test_dispatcher import config
+
+    schema = collection_schema(TableId("shop", "users"))
+    rules = ColumnRules(config(tmp_path))
+
+    def digest(excludes: list[str]) -> str:
+        types = MongoTypeMapper(FieldRules(excludes, []) if excludes else None)
+        return StagedForm(schema, rules, types, ("_id",)).digest
+
+    assert digest([]) == digest(["shop.orders.card"])  # another collection's rule: the same form
+    assert digest([]) != digest(["shop.users.card"]) != digest(["shop.users.ssn"])

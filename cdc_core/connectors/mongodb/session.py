@@ -107,7 +107,7 @@ class MongoSession:
         return collection_schema(table)
 
     def type_mapper(self) -> MongoTypeMapper:
-        return MongoTypeMapper()
+        return MongoTypeMapper(self.field_rules)
 
     def partitions(self, table: TableSchema) -> tuple[str | None, ...]:
         return (None,)  # one change stream

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_core.connectors.mongodb.ext_json import relaxed, strict
+from cdc_core.connectors.mongodb.field_rules import FieldRules
 from cdc_core.events import connect_schema
 from cdc_core.events.connect_schema import Schema, field, struct
 from cdc_core.schema.model import Column, TableId, TableSchema
@@ -109,7 +110,11 @@ class DocumentShaper:
 
 
 class MongoTypeMapper:
-    """`cdc_core.source.TypeMapper` of a collection's two columns (picklable)."""
+    """`cdc_core.source.TypeMapper` of a collection's two columns (picklable); `field_rules`:
+    the connector's `field.exclude.list` and `field.renames`, which shape its documents."""
+
+    def __init__(self, field_rules: FieldRules | None = None) -> None:
+        self.field_rules = field_rules
 
     def map_column(self, column: Column, optional: bool | None = None) -> ColumnMapping:
         opt = column.nullable if optional is None else optional
@@ -127,6 +132,12 @@ class MongoTypeMapper:
         """An `_id`'s canonical form is already its event value (the key's relaxed text);
         encoding it again would name a key no staged row has."""
         return lambda v: v
+
+    def staged_digest(self, table: TableId) -> str:
+        """The collection's field rules: a window staged under others (changed mid-snapshot,
+        to leave out a field that must not land, say) is read again, not released."""
+        paths = self.field_rules.of_table(table) if self.field_rules is not None else ()
+        return repr([p.as_tuple() for p in paths]) if paths else ""
 
 
 __all__ = ["DOCUMENT", "ID", "IDENTITY", "DocumentShaper", "MongoTypeMapper", "collection_schema"]

@@ -102,7 +102,7 @@ class MongoSource:
         self.pipeline = change_stream_pipeline(config.get(PIPELINE), config.get(ORDER), self.signal)
 
     def type_mapper(self) -> MongoTypeMapper:
-        return MongoTypeMapper()
+        return MongoTypeMapper(FieldRules.of(self.config))
 
     def source_schema(self) -> dict[str, Any]:
         return events.source_schema()

@@ -1,17 +1,14 @@
-//! The renderer as it was before every BSON type was rendered (`render`, `render_reply`),
-//! kept under its old names for the Python code that still calls them until the change
-//! that replaced it (`render_changes`, `render_find_reply` in `lib.rs`) is merged
-//! everywhere: remove this module then. It leaves to the Python path every event holding
-//! a value it does not know, as before.
+//! `render_changes`: a run of raw change events to Debezium's MongoDB records, the key
+//! and the value's payload as JSON bytes, exactly as the Python path writes them for a
+//! change outside any transaction.
 
-mod bson;
-mod text;
-
-use bson::{elements, fields, get, Value};
-use pyo3::exceptions::PyValueError;
+use crate::bson::{fields, get, items, Value};
+use crate::buffer::Buffer;
+use crate::java::text_of;
+use crate::rules::{apply_to_change, apply_to_document, apply_to_name, FieldRules, Paths};
+use crate::text::{document, number, string, value, Mode};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
-use text::{document, members, number, string, value, Mode};
+use pyo3::types::{PyBytes, PyList};
 
 /// What every record of a run shares.
 struct Context<'a> {
@@ -21,6 +18,7 @@ struct Context<'a> {
     watched: Option<(&'a str, &'a str)>,
     now_ms: i64,
     blocks: bool,
+    rules: Option<&'a FieldRules>, // field.exclude.list / field.renames, by collection
 }
 
 /// One rendered event.
@@ -44,12 +42,17 @@ fn opt_doc<'a>(v: Option<Value<'a>>) -> Option<Option<&'a [u8]>> {
     }
 }
 
-fn json_text(out: &mut Vec<u8>, doc: Option<&[u8]>) -> Option<()> {
+/// A document as its strict text in a JSON string (null when none), `paths` applied.
+fn json_text(out: &mut Vec<u8>, doc: Option<&[u8]>, paths: Option<&Paths>) -> Option<()> {
     match doc {
         None => out.extend_from_slice(b"null"),
         Some(d) => {
             let mut text = Vec::with_capacity(d.len() + 32);
-            document(&mut text, d, Mode::Strict, b",")?;
+            document(&mut text, d, Mode::Strict, b",")?; // read whole first, as the Java driver does
+            if let Some(paths) = paths {
+                text.clear();
+                document(&mut text, &apply_to_document(d, paths)?, Mode::Strict, b",")?;
+            }
             string(out, &text);
         }
     }
@@ -58,58 +61,59 @@ fn json_text(out: &mut Vec<u8>, doc: Option<&[u8]>) -> Option<()> {
 
 fn field_str<'a>(doc: &'a [u8], name: &str) -> Option<Option<&'a str>> {
     match get(&fields(doc)?, name) {
-        Some(Value::Str(s)) => Some(Some(s)),
+        Some(found @ Value::Str(_)) => Some(Some(found.utf8()?)),
         _ => Some(None),
     }
 }
 
-/// A list as the Python path writes it: null when absent or empty, else `[a,b]` with each
-/// item written by `item`.
-fn list_or_null(
-    out: &mut Vec<u8>,
-    found: Option<Value>,
-    mut item: impl FnMut(&mut Vec<u8>, Value) -> Option<()>,
-) -> Option<()> {
-    let items = match found {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => fields(items)?,
-        _ => return None,
-    };
-    if items.is_empty() {
-        out.extend_from_slice(b"null");
-        return Some(());
+/// An array's members (none when absent or null).
+fn members_of(found: Option<Value>) -> Option<Vec<Value>> {
+    match found {
+        None | Some(Value::Null) => Some(Vec::new()),
+        Some(Value::Array(array)) => items(array),
+        _ => None,
     }
-    out.push(b'[');
-    for (i, (_, v)) in items.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        item(out, v)?;
+}
+
+/// A removed field's or truncated array's name as the record has it, `paths` applied
+/// (`Some(None)`: the rules remove it).
+fn name_in_record(raw: &[u8], paths: Option<&Paths>) -> Option<Option<String>> {
+    let name = text_of(raw).into_owned();
+    match paths {
+        None => Some(Some(name)),
+        Some(paths) => apply_to_name(&name, paths),
     }
-    out.push(b']');
-    Some(())
 }
 
 /// The `updateDescription` block: removed fields, updated fields as relaxed text with
-/// `, ` between members, truncated arrays; `None` when a part has an unexpected type.
-fn update_description(out: &mut Vec<u8>, described: &[u8]) -> Option<()> {
+/// `, ` between members, truncated arrays, `paths` applied; `None` when a part has an
+/// unexpected type or a rule cannot be applied.
+fn update_description(out: &mut Vec<u8>, described: &[u8], paths: Option<&Paths>) -> Option<()> {
     let parts = fields(described)?;
-    out.extend_from_slice(b"{\"removedFields\":");
-    list_or_null(out, get(&parts, "removedFields"), |out, item| {
+    let mut removed = Vec::new();
+    for item in members_of(get(&parts, "removedFields"))? {
         let Value::Str(s) = item else { return None };
-        string(out, s.as_bytes());
-        Some(())
-    })?;
-    out.extend_from_slice(b",\"updatedFields\":");
+        removed.extend(name_in_record(s, paths)?);
+    }
     let mut updated = Vec::with_capacity(64);
     match get(&parts, "updatedFields") {
         None | Some(Value::Null) => updated.extend_from_slice(b"{}"),
-        Some(Value::Document(d)) => document(&mut updated, d, Mode::Relaxed, b", ")?,
+        Some(Value::Document(d)) => {
+            document(&mut updated, d, Mode::Relaxed, b", ")?;
+            if let Some(paths) = paths {
+                updated.clear();
+                document(
+                    &mut updated,
+                    &apply_to_change(d, paths)?,
+                    Mode::Relaxed,
+                    b", ",
+                )?;
+            }
+        }
         _ => return None,
     }
-    string(out, &updated);
-    out.extend_from_slice(b",\"truncatedArrays\":");
-    list_or_null(out, get(&parts, "truncatedArrays"), |out, item| {
+    let mut truncated = Vec::new();
+    for item in members_of(get(&parts, "truncatedArrays"))? {
         let Value::Document(t) = item else {
             return None;
         };
@@ -122,13 +126,42 @@ fn update_description(out: &mut Vec<u8>, described: &[u8]) -> Option<()> {
             Some(Value::Int64(n)) => n,
             _ => return None,
         };
-        out.extend_from_slice(b"{\"field\":");
-        string(out, name.as_bytes());
-        out.extend_from_slice(b",\"size\":");
-        number(out, size);
-        out.push(b'}');
-        Some(())
-    })?;
+        if let Some(name) = name_in_record(name, paths)? {
+            truncated.push((name, size));
+        }
+    }
+    out.extend_from_slice(b"{\"removedFields\":");
+    if removed.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        out.push(b'[');
+        for (i, name) in removed.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            string(out, name.as_bytes());
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b",\"updatedFields\":");
+    string(out, &updated);
+    out.extend_from_slice(b",\"truncatedArrays\":");
+    if truncated.is_empty() {
+        out.extend_from_slice(b"null");
+    } else {
+        out.push(b'[');
+        for (i, (name, size)) in truncated.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"{\"field\":");
+            string(out, name.as_bytes());
+            out.extend_from_slice(b",\"size\":");
+            number(out, *size);
+            out.push(b'}');
+        }
+        out.push(b']');
+    }
     out.push(b'}');
     Some(())
 }
@@ -141,9 +174,7 @@ fn row<'a>(
     last_rank: u64,
 ) -> Option<(Row<'a>, i64, u64)> {
     let event = fields(raw)?;
-    let Value::Str(kind) = get(&event, "operationType")? else {
-        return None;
-    };
+    let kind = get(&event, "operationType")?.utf8()?;
     let op = match kind {
         "insert" => "c",
         "update" | "replace" => "u",
@@ -165,7 +196,7 @@ fn row<'a>(
     };
     let token_fields = fields(token)?;
     let token = match token_fields.as_slice() {
-        [("_data", Value::Str(data))] => *data,
+        [(name, data @ Value::Str(_))] if name == "_data" => data.utf8()?,
         _ => return None,
     };
     let (db, coll) = match get(&event, "ns") {
@@ -178,6 +209,11 @@ fn row<'a>(
     if (db, coll) == ctx.signal {
         return None;
     }
+    // The collection's rules; one the Python side has not looked at yet goes its way.
+    let paths = match ctx.rules {
+        None => None,
+        Some(rules) => Some(rules.get(db, coll)?).filter(|p| !p.is_empty()),
+    };
     let wall = match get(&event, "wallTime") {
         None | Some(Value::Null) => None,
         Some(Value::Date(ms)) => Some(ms),
@@ -185,24 +221,16 @@ fn row<'a>(
     };
     let full = opt_doc(get(&event, "fullDocument"))?;
     let pre = opt_doc(get(&event, "fullDocumentBeforeChange"))?;
+    // The document's `_id` (null too: a collection may hold one document whose `_id` is
+    // null): from `documentKey`, else from the document.
     let mut key_value = match get(&event, "documentKey") {
         None | Some(Value::Null) => None,
-        Some(Value::Document(k)) => {
-            // `documentKey` is read as a whole by pymongo: all of it must be readable.
-            let members = fields(k)?;
-            match get(&members, "_id") {
-                None | Some(Value::Null) => None,
-                found => found,
-            }
-        }
+        Some(Value::Document(k)) => get(&fields(k)?, "_id"),
         _ => return None,
     };
     if key_value.is_none() {
         if let Some(doc) = full {
-            key_value = match get(&fields(doc)?, "_id") {
-                None | Some(Value::Null) => None,
-                found => found,
-            };
+            key_value = get(&fields(doc)?, "_id");
         }
     }
     let key_value = key_value?;
@@ -221,12 +249,12 @@ fn row<'a>(
 
     let mut p = Vec::with_capacity(raw.len() * 2 + 512);
     p.extend_from_slice(b"{\"before\":");
-    json_text(&mut p, if op == "c" { None } else { pre })?;
+    json_text(&mut p, if op == "c" { None } else { pre }, paths)?;
     p.extend_from_slice(b",\"after\":");
-    json_text(&mut p, if op == "d" { None } else { full })?;
+    json_text(&mut p, if op == "d" { None } else { full }, paths)?;
     p.extend_from_slice(b",\"updateDescription\":");
     match get(&event, "updateDescription") {
-        Some(Value::Document(d)) if kind == "update" => update_description(&mut p, d)?,
+        Some(Value::Document(d)) if kind == "update" => update_description(&mut p, d, paths)?,
         None | Some(Value::Null) => p.extend_from_slice(b"null"),
         Some(Value::Document(d)) => {
             fields(d)?; // pymongo decodes it whole, whatever the kind
@@ -294,7 +322,8 @@ fn row<'a>(
     ))
 }
 
-/// Renders `events[start:]` until the first event left to the Python path.
+/// Renders `events[start:]` (each `bytes` or any buffer) until the first event left to
+/// the Python path.
 ///
 /// Returns the rendered events in runs of one collection each, in log order: `(db,
 /// collection, rows, ts_ms, token, sec, inc, epoch)` with `rows` their `(op, key,
@@ -302,9 +331,9 @@ fn row<'a>(
 /// cluster time and epoch (the rank going back starts a new one, as `EventAssembler` has
 /// it).
 #[pyfunction]
-#[pyo3(signature = (events, start, name, version, signal, watched, now_ns, epoch, last_rank, blocks))]
+#[pyo3(signature = (events, start, name, version, signal, watched, now_ns, epoch, last_rank, blocks, field_rules=None))]
 #[allow(clippy::too_many_arguments)]
-pub fn render<'py>(
+pub fn render_changes<'py>(
     py: Python<'py>,
     events: &Bound<'py, PyList>,
     start: usize,
@@ -316,6 +345,7 @@ pub fn render<'py>(
     mut epoch: i64,
     mut last_rank: u64,
     blocks: bool,
+    field_rules: Option<PyRef<'py, FieldRules>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let ctx = Context {
         name,
@@ -324,14 +354,15 @@ pub fn render<'py>(
         watched: watched.as_ref().map(|(d, c)| (d.as_str(), c.as_str())),
         now_ms: now_ns.div_euclid(1_000_000),
         blocks,
+        rules: field_rules.as_deref(),
     };
     let runs = PyList::empty(py);
     let mut rows = PyList::empty(py);
     let mut current: Option<(String, String, i64, String, u32, u32, i64)> = None;
     for index in start..events.len() {
         let item = events.get_item(index)?;
-        let raw: &[u8] = item.extract()?;
-        let Some((r, next_epoch, rank)) = row(raw, &ctx, epoch, last_rank) else {
+        let buffer = Buffer::of(&item)?;
+        let Some((r, next_epoch, rank)) = row(buffer.bytes(), &ctx, epoch, last_rank) else {
             break;
         };
         epoch = next_epoch;
@@ -358,79 +389,4 @@ pub fn render<'py>(
         runs.append((run.0, run.1, rows, run.2, run.3, run.4, run.5, run.6))?;
     }
     Ok(runs)
-}
-
-/// The key's relaxed text and the document's strict text of one document.
-fn document_texts(doc: &[u8]) -> Option<(String, String)> {
-    let found = fields(doc)?;
-    let id = match get(&found, "_id") {
-        None | Some(Value::Null) => return None,
-        Some(v) => v,
-    };
-    let mut key = Vec::with_capacity(32);
-    value(&mut key, id, Mode::Relaxed, b",")?;
-    let mut text = Vec::with_capacity(doc.len() * 2);
-    members(&mut text, &found, Mode::Strict, b",")?;
-    Some((String::from_utf8(key).ok()?, String::from_utf8(text).ok()?))
-}
-
-fn malformed(what: &str) -> PyErr {
-    PyValueError::new_err(format!("a malformed find reply: {what}"))
-}
-
-/// The documents of one raw `find` or `getMore` reply in event form, with the cursor's
-/// id (0 once the cursor is exhausted): `(ids, texts, left, cursor_id)`, the `_id`s as
-/// relaxed Extended JSON and the documents as strict Extended JSON, as `ext_json.py`
-/// writes them; a document not rendered here is None in both lists and `(index, its
-/// bytes)` in `left`, for the Python path. The reply is read as it came off the wire:
-/// pymongo's raw batches made an object of each document to join them back together.
-#[pyfunction]
-#[allow(clippy::type_complexity)]
-pub fn render_reply<'py>(
-    py: Python<'py>,
-    reply: &[u8],
-) -> PyResult<(
-    Bound<'py, PyList>,
-    Bound<'py, PyList>,
-    Bound<'py, PyList>,
-    i64,
-)> {
-    let top = fields(reply).ok_or_else(|| malformed("not a document of known types"))?;
-    let Some(Value::Document(cursor)) = get(&top, "cursor") else {
-        return Err(malformed("no cursor"));
-    };
-    let cursor = fields(cursor).ok_or_else(|| malformed("a cursor of unknown types"))?;
-    let id = match get(&cursor, "id") {
-        Some(Value::Int64(n)) => n,
-        Some(Value::Int32(n)) => n as i64,
-        _ => return Err(malformed("no cursor id")),
-    };
-    let Some(Value::Array(batch)) =
-        get(&cursor, "firstBatch").or_else(|| get(&cursor, "nextBatch"))
-    else {
-        return Err(malformed("no batch"));
-    };
-    let mut docs = elements(batch).ok_or_else(|| malformed("a batch that is not an array"))?;
-    let (ids, texts, left) = (PyList::empty(py), PyList::empty(py), PyList::empty(py));
-    let mut index = 0usize;
-    loop {
-        let doc = match docs.next_element() {
-            Some(None) => break,
-            Some(Some((_, Value::Document(doc)))) => doc,
-            _ => return Err(malformed("a batch member that is not a document")),
-        };
-        match document_texts(doc) {
-            Some((key, text)) => {
-                ids.append(PyString::new(py, &key))?;
-                texts.append(PyString::new(py, &text))?;
-            }
-            None => {
-                ids.append(py.None())?;
-                texts.append(py.None())?;
-                left.append((index, PyBytes::new(py, doc)))?;
-            }
-        }
-        index += 1;
-    }
-    Ok((ids, texts, left, id))
 }
